@@ -1,0 +1,150 @@
+// The shape of gateway.yaml after `${ENV}` expansion and schema validation.
+// schemas/gateway.schema.json is the source of truth; these types mirror it and
+// test/config-types.test.ts fails when a schema property has no counterpart here.
+
+export type FamilyName = string
+export type EnvelopeKind = 'chat' | 'messages' | 'genai'
+export type BodyKind = 'json' | 'multipart' | 'none'
+export type RetryStrategy = 'NONE' | 'BACKOFF' | 'TOP_UP' | 'WAIT' | 'CHANGE_REQUEST' | 'SWITCH_MODEL'
+export type ModelStatus = 'active' | 'paused' | 'retired'
+
+export interface ServerConfig {
+  port: number
+  host: string
+  /** Whole request body cap in bytes (REQUEST_TOO_LARGE above it). */
+  body_limit_bytes: number
+  /** Content-Language of public messages and documentation links. */
+  content_language: string
+  /** Base URL of the error documentation; an entry's link is `<base>/<reference>`. */
+  docs_base_url: string
+  /** How long a disconnected client's upstream may still be read for usage, in ms. */
+  drain_timeout_ms: number
+}
+
+export interface FamilyConfig {
+  envelope: EnvelopeKind
+  /** Path prefixes that imply this family for unknown paths (REQUEST_ROUTE_NOT_FOUND envelope). */
+  prefixes: string[]
+}
+
+export interface RouteConfig {
+  path: string
+  aliases: string[]
+  method: 'GET' | 'POST' | 'DELETE'
+  family: FamilyName
+  /** Operation name; models declare which operations they serve. */
+  operation: string
+  /** Accepted request body kinds, in order of preference. */
+  body: BodyKind[]
+  /** Per-item size caps in bytes (multipart file fields, base64 inline data). */
+  item_limits?: Record<string, number>
+  /** Response kind, used by metering and error framing. */
+  response: 'json' | 'sse' | 'binary' | 'auto'
+  /** Job routes: create / poll / content. Forwarded as-is in this version. */
+  job?: 'create' | 'poll' | 'content'
+  /** Where a route that names no model goes (job polls): a pool and an upstream path. */
+  upstream?: { pool: string; path: string }
+}
+
+export interface AuthHeaderConfig {
+  name: string
+  /** Authorization scheme, e.g. Bearer; absent means the whole value is the key. */
+  scheme?: string
+}
+
+export interface AuthConfig {
+  headers: AuthHeaderConfig[]
+  /** Request headers never forwarded upstream (client credentials, cookies). */
+  strip_headers: string[]
+}
+
+export interface ProviderConfig {
+  base_url: string
+  /** Headers injected on every upstream request (credentials); values never logged. */
+  headers: Record<string, string>
+  /** Time to first response byte, ms (PROVIDER_TIMEOUT when exceeded). */
+  timeout_ms: number
+  /** Max idle time between two body chunks, ms. */
+  body_timeout_ms: number
+  /** Upstream connection pool size for this provider's origin. */
+  connections: number
+}
+
+export interface PoolMember {
+  provider: string
+  weight: number
+}
+
+export interface ModelOperationConfig {
+  /** Upstream path; `{model}` is replaced by the URL-encoded upstream model name, `{id}` by the job id. */
+  path: string
+}
+
+export interface PriceConfig {
+  /** Billing unit of this price list. */
+  unit: 'token' | 'image' | 'audio_second' | 'character' | 'call' | 'job'
+  /** Decimal strings, in account currency per `per` units. */
+  input?: string
+  output?: string
+  cached_input?: string
+  /** Price of one unit for image/audio_second/character/call/job. */
+  unit_price?: string
+  /** Units the prices refer to (e.g. 1000000 tokens). */
+  per?: number
+}
+
+export interface ModelConfig {
+  id: string
+  status: ModelStatus
+  pool: string
+  upstream_model: string
+  operations: Record<string, ModelOperationConfig>
+  capabilities: string[]
+  pricing: PriceConfig
+  fallbacks: string[]
+  /** Largest output a request can ask for; the worst-case hold uses it. */
+  max_output_tokens?: number
+  requires_topup?: boolean
+}
+
+export interface TierConfig {
+  rank: number
+  requests_per_minute: number
+  concurrent_streams: number
+}
+
+export interface LimitsConfig {
+  default_tier: string
+  tiers: Record<string, TierConfig>
+}
+
+export interface ErrorEntryConfig {
+  code: string
+  reference: string
+  status: number
+  message: string
+  /** Family-specific `type` values; defaults come from `type_by_status`. */
+  type?: Partial<Record<EnvelopeKind, string>>
+  retry?: { strategy: RetryStrategy; after_seconds?: number }
+  aliases?: string[]
+  /** Raised outside this gateway (console, jobs) and so not reachable from gateway code yet. */
+  external?: boolean
+}
+
+export interface ErrorsConfig {
+  domain: string
+  type_by_status: Record<EnvelopeKind, Record<string, string>>
+  catalogue: ErrorEntryConfig[]
+}
+
+export interface GatewayConfig {
+  server: ServerConfig
+  families: Record<FamilyName, FamilyConfig>
+  auth: AuthConfig
+  routes: RouteConfig[]
+  providers: Record<string, ProviderConfig>
+  pools: Record<string, PoolMember[]>
+  models: ModelConfig[]
+  limits: LimitsConfig
+  errors: ErrorsConfig
+}
