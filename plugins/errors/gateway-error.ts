@@ -1,0 +1,33 @@
+export type BillingStatus = 'NOT_BILLED' | 'BILLED' | 'PENDING' | 'UNKNOWN'
+
+export interface GatewayErrorDetails {
+  /** The request field at fault, rendered as `param` in the chat envelope. */
+  param?: string | null
+  /** Overrides the catalogue's Retry-After for this occurrence (rate limits). */
+  retryAfterSeconds?: number
+  billing?: BillingStatus
+  /** Extra words for the public message; never secrets. */
+  detail?: string
+  cause?: unknown
+}
+
+/** The only error type that reaches a client: a catalogue code plus occurrence details. */
+export class GatewayError extends Error {
+  readonly code: string
+  readonly details: GatewayErrorDetails
+
+  constructor (code: string, details: GatewayErrorDetails = {}) {
+    super(details.detail ? `${code}: ${details.detail}` : code, details.cause === undefined ? undefined : { cause: details.cause })
+    this.name = 'GatewayError'
+    this.code = code
+    this.details = details
+  }
+}
+
+export function gatewayError (code: string, details: GatewayErrorDetails = {}): GatewayError {
+  return new GatewayError(code, details)
+}
+
+export function isGatewayError (err: unknown): err is GatewayError {
+  return err instanceof GatewayError
+}

@@ -1,0 +1,163 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Dispatcher } from 'undici'
+import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type Catalogue } from '../errors/index.js'
+import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
+import { rewriteJsonModel } from '../request/json-model.js'
+import { rewriteMultipartField } from '../request/multipart.js'
+import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from '../upstream/forward.js'
+import type { CompiledProvider, Upstreams } from '../upstream/providers.js'
+import { clientResponseHeaders, relay, type RelayEnd } from '../upstream/relay.js'
+import type { Outcome, RequestContext } from './context.js'
+import { runStages, type StageChain } from './stages.js'
+
+export interface ForwardDeps {
+  upstreams: Upstreams
+  models: ModelCatalogue
+  catalogue: Catalogue
+  chain: StageChain
+  headerFilter: RequestHeaderFilter
+  drainTimeoutMs: number
+  random: () => number
+  /** Called once per request with how it ended (request log, billing settlement). */
+  finish: (ctx: RequestContext, outcome: Outcome) => void
+}
+
+/** Failures before the first byte after which the next fallback model is tried. */
+const FALLBACK_ON: ReadonlySet<string> = new Set(['UPSTREAM_POOL_UNAVAILABLE', 'PROVIDER_TIMEOUT', 'UPSTREAM_ERROR'])
+
+function ms (from: bigint, to: bigint): number {
+  return Number(to - from) / 1e6
+}
+
+function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer | undefined {
+  const body = ctx.body
+  if (!body) return undefined
+  if (!model) return body.raw
+  if (body.kind === 'json') {
+    if (typeof body.json.model !== 'string') return body.raw
+    return rewriteJsonModel(body.raw, model.upstreamModel) ??
+      Buffer.from(JSON.stringify({ ...body.json, model: model.upstreamModel }))
+  }
+  if (body.summary.fields.model === undefined) return body.raw
+  return rewriteMultipartField(body.raw, body.summary.boundary, 'model', model.upstreamModel) ?? body.raw
+}
+
+/** Query string minus a `key` parameter: a key sent that way must never reach a provider. */
+function forwardedQuery (query: string): string {
+  if (query === '' || !query.includes('key=')) return query
+  const params = new URLSearchParams(query.slice(1))
+  params.delete('key')
+  const rest = params.toString()
+  return rest === '' ? '' : `?${rest}`
+}
+
+function upstreamPath (ctx: RequestContext, provider: CompiledProvider, template: string, model: CompiledModel | null): string {
+  let path = template
+  if (model) path = path.replace('{model}', encodeURIComponent(model.upstreamModel))
+  if (ctx.params.id !== undefined) path = path.replace('{id}', encodeURIComponent(ctx.params.id))
+  return provider.basePath + path + forwardedQuery(ctx.query)
+}
+
+interface Target { model: CompiledModel | null, poolName: string, template: string }
+
+function targetOf (ctx: RequestContext, model: CompiledModel | null): Target {
+  if (model) {
+    const template = model.operations.get(ctx.plan.operation)
+    if (template === undefined) throw gatewayError('MODEL_PROTOCOL_UNSUPPORTED', { param: 'model' })
+    return { model, poolName: model.pool, template }
+  }
+  const up = ctx.plan.upstream
+  if (!up) throw gatewayError('REQUEST_MODEL_REQUIRED', { param: 'model' })
+  return { model: null, poolName: up.pool, template: up.path }
+}
+
+/**
+ * Sends the request upstream, trying the primary model and then its fallbacks while the
+ * upstream fails before the first byte, and relays the first usable answer.
+ */
+export async function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const res = reply.raw
+  const primary = ctx.model
+  const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
+  let lastError: GatewayError | null = null
+
+  for (let i = 0; i < candidates.length; i++) {
+    const id = candidates[i] ?? null
+    if (i > 0 && id !== null) {
+      try {
+        ctx.model = deps.models.resolve(id, ctx.plan.operation)
+        await runStages(deps.chain.perModel, ctx, req)
+      } catch {
+        continue // this fallback cannot serve the request; the primary's failure stands
+      }
+    }
+    const target = targetOf(ctx, ctx.model)
+    const provider = deps.upstreams.pick(deps.upstreams.pool(target.poolName), deps.random())
+    if (res.destroyed) throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
+
+    const controller = new AbortController()
+    const body = upstreamBody(ctx, target.model)
+    const contentType = ctx.body?.kind === 'multipart' ? ctx.body.contentType : ctx.body ? 'application/json' : undefined
+    const dispatchedAt = process.hrtime.bigint()
+    let upstream: Dispatcher.ResponseData
+    try {
+      upstream = await callUpstream(deps.upstreams.dispatcher, {
+        provider,
+        method: ctx.plan.method,
+        path: upstreamPath(ctx, provider, target.template, target.model),
+        headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
+        body,
+        signal: controller.signal
+      })
+    } catch (err) {
+      const mapped = mapUpstreamFailure(err, false)
+      req.log.warn({ provider: provider.name, code: mapped.code, cause: (err as Error)?.message }, 'upstream request failed')
+      if (FALLBACK_ON.has(mapped.code) && i < candidates.length - 1) { lastError = mapped; continue }
+      throw mapped
+    }
+    const headersAt = process.hrtime.bigint()
+
+    if (upstream.statusCode >= 500) {
+      upstream.body.resume()
+      req.log.warn({ provider: provider.name, status: upstream.statusCode }, 'upstream answered with a server error')
+      lastError = gatewayError('UPSTREAM_ERROR')
+      if (i < candidates.length - 1) continue
+      throw lastError
+    }
+
+    const answered = ctx.model
+    const contentTypeBack = String(upstream.headers['content-type'] ?? '')
+    const sse = ctx.plan.response === 'sse' || (ctx.plan.response === 'auto' && contentTypeBack.startsWith('text/event-stream'))
+    const own: Record<string, string> = {
+      'x-request-id': ctx.requestId,
+      'x-gateway-billed': billedHeader(ctx.billing),
+      ...ctx.responseHeaders
+    }
+    if (answered) own['x-gateway-model'] = answered.id
+    if (answered && primary && answered.id !== primary.id) own['x-gateway-requested-model'] = primary.id
+    own['x-gateway-overhead-ms'] = (ms(ctx.startedAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())).toFixed(3)
+
+    reply.hijack()
+    relay({
+      res,
+      status: upstream.statusCode,
+      headers: clientResponseHeaders(upstream.headers, own),
+      body: upstream.body,
+      sse,
+      drainTimeoutMs: deps.drainTimeoutMs,
+      abortUpstream: () => controller.abort(),
+      errorFrame: () => errorFrame(toOccurrence(gatewayError('PROVIDER_STREAM_INTERRUPTED'), ctx.requestId, deps.catalogue, ctx.billing), ctx.plan.envelope),
+      onEnd: (end: RelayEnd) => {
+        deps.finish(ctx, {
+          kind: end,
+          httpStatus: upstream.statusCode,
+          errorCode: end === 'stream_interrupted' ? 'PROVIDER_STREAM_INTERRUPTED' : end === 'client_disconnected' ? 'REQUEST_CLIENT_DISCONNECTED' : null,
+          answeredModel: answered,
+          upstreamMs: ms(dispatchedAt, process.hrtime.bigint())
+        })
+      }
+    })
+    return
+  }
+  throw lastError ?? gatewayError('UPSTREAM_POOL_UNAVAILABLE')
+}

@@ -1,0 +1,72 @@
+import { gatewayError } from '../errors/index.js'
+import type { CompiledModel } from './catalogue.js'
+
+export interface InputModalities { image: boolean, video: boolean, audio: boolean }
+
+function mimeKind (mime: unknown): keyof InputModalities | null {
+  if (typeof mime !== 'string') return null
+  if (mime.startsWith('image/')) return 'image'
+  if (mime.startsWith('video/')) return 'video'
+  if (mime.startsWith('audio/')) return 'audio'
+  return null
+}
+
+function dataUrlKind (url: unknown): keyof InputModalities | null {
+  if (typeof url !== 'string' || !url.startsWith('data:')) return null
+  return mimeKind(url.slice(5, url.indexOf(';') === -1 ? undefined : url.indexOf(';')))
+}
+
+const PART_TYPES: Readonly<Record<string, keyof InputModalities>> = {
+  image_url: 'image', input_image: 'image', image: 'image',
+  input_audio: 'audio', audio: 'audio',
+  video_url: 'video', input_video: 'video', video: 'video'
+}
+
+function scanPart (part: unknown, found: InputModalities): void {
+  if (typeof part !== 'object' || part === null) return
+  const p = part as Record<string, unknown>
+  const byType = typeof p.type === 'string' ? PART_TYPES[p.type] : undefined
+  if (byType) found[byType] = true
+  // OpenAI file parts and Responses input_file carry a data URL.
+  const file = p.file as Record<string, unknown> | undefined
+  const k1 = dataUrlKind(file?.file_data) ?? dataUrlKind(p.file_data)
+  if (k1) found[k1] = true
+  // generative-content parts: inline_data / file_data in either casing.
+  for (const key of ['inline_data', 'inlineData', 'file_data', 'fileData']) {
+    const d = p[key] as Record<string, unknown> | undefined
+    const k = mimeKind(d?.mime_type ?? d?.mimeType)
+    if (k) found[k] = true
+  }
+}
+
+function scanContentList (list: unknown, found: InputModalities, partsKey: 'content' | 'parts'): void {
+  if (!Array.isArray(list)) return
+  for (const item of list) {
+    if (typeof item !== 'object' || item === null) continue
+    const parts = (item as Record<string, unknown>)[partsKey]
+    if (Array.isArray(parts)) for (const part of parts) scanPart(part, found)
+    else scanPart(item, found)
+  }
+}
+
+/** Which input modalities a JSON body carries, read from the shapes of the three families. */
+export function inputModalities (json: Record<string, unknown>): InputModalities {
+  const found: InputModalities = { image: false, video: false, audio: false }
+  scanContentList(json.messages, found, 'content')
+  scanContentList(json.input, found, 'content')
+  scanContentList(json.contents, found, 'parts')
+  return found
+}
+
+/** Operations whose wire format has no video part: video belongs on :generateContent. */
+const NO_VIDEO_OPERATIONS: ReadonlySet<string> = new Set(['chat.completions', 'responses', 'messages'])
+
+export function checkCapabilities (model: CompiledModel, operation: string, json: Record<string, unknown>): void {
+  const found = inputModalities(json)
+  if (found.video) {
+    if (NO_VIDEO_OPERATIONS.has(operation)) throw gatewayError('REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED', { param: 'messages' })
+    if (!model.capabilities.has('video_input')) throw gatewayError('MODEL_VIDEO_INPUT_UNSUPPORTED', { param: 'model' })
+  }
+  if (found.image && !model.capabilities.has('vision')) throw gatewayError('MODEL_VISION_UNSUPPORTED', { param: 'model' })
+  if (found.audio && !model.capabilities.has('audio_input')) throw gatewayError('MODEL_AUDIO_INPUT_UNSUPPORTED', { param: 'model' })
+}

@@ -1,0 +1,56 @@
+import type { GatewayConfig, ModelConfig, ModelStatus, PriceConfig } from '../config/types.js'
+import { gatewayError } from '../errors/index.js'
+
+export interface CompiledModel {
+  readonly id: string
+  readonly status: ModelStatus
+  readonly pool: string
+  readonly upstreamModel: string
+  /** operation → upstream path template */
+  readonly operations: ReadonlyMap<string, string>
+  readonly capabilities: ReadonlySet<string>
+  readonly fallbacks: readonly string[]
+  readonly pricing: PriceConfig
+  readonly maxOutputTokens: number | undefined
+  readonly requiresTopup: boolean
+  readonly config: ModelConfig
+}
+
+export interface ModelCatalogue {
+  get (id: string): CompiledModel | undefined
+  list (): readonly CompiledModel[]
+  /** The model a request may be served by, or the catalogue error why not. */
+  resolve (id: string, operation: string): CompiledModel
+}
+
+export function compileModels (config: GatewayConfig): ModelCatalogue {
+  const byId = new Map<string, CompiledModel>()
+  for (const m of config.models) {
+    byId.set(m.id, Object.freeze({
+      id: m.id,
+      status: m.status,
+      pool: m.pool,
+      upstreamModel: m.upstream_model,
+      operations: new Map(Object.entries(m.operations).map(([op, o]) => [op, o.path])),
+      capabilities: new Set(m.capabilities ?? []),
+      fallbacks: Object.freeze([...(m.fallbacks ?? [])]),
+      pricing: m.pricing,
+      maxOutputTokens: m.max_output_tokens,
+      requiresTopup: m.requires_topup === true,
+      config: m
+    }))
+  }
+  const all = Object.freeze([...byId.values()])
+  return {
+    get: (id) => byId.get(id),
+    list: () => all,
+    resolve (id, operation) {
+      const model = byId.get(id)
+      if (!model) throw gatewayError('MODEL_NOT_FOUND', { param: 'model' })
+      if (model.status === 'retired') throw gatewayError('MODEL_RETIRED', { param: 'model' })
+      if (model.status === 'paused') throw gatewayError('MODEL_TEMPORARILY_UNAVAILABLE', { param: 'model' })
+      if (!model.operations.has(operation)) throw gatewayError('MODEL_PROTOCOL_UNSUPPORTED', { param: 'model' })
+      return model
+    }
+  }
+}

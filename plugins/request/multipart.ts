@@ -1,0 +1,79 @@
+import { Busboy } from '@fastify/busboy'
+
+export interface MultipartFile {
+  field: string
+  filename: string
+  mimeType: string
+  size: number
+  /** First bytes of the file, enough to read an audio header. */
+  head: Buffer
+}
+
+export interface MultipartSummary {
+  boundary: string
+  fields: Record<string, string>
+  files: MultipartFile[]
+}
+
+const HEAD_BYTES = 64 * 1024
+
+export function boundaryOf (contentType: string): string | null {
+  const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
+  return m ? (m[1] ?? m[2] ?? null) : null
+}
+
+/** Reads field values and file sizes of a buffered multipart body; the bytes themselves are forwarded as they are. */
+export function summariseMultipart (raw: Buffer, contentType: string): Promise<MultipartSummary> {
+  const boundary = boundaryOf(contentType)
+  if (!boundary) return Promise.reject(new Error('multipart body without boundary'))
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, string> = {}
+    const files: MultipartFile[] = []
+    let bb
+    try {
+      bb = new Busboy({ headers: { 'content-type': contentType }, limits: { fieldSize: 1024 * 1024 } })
+    } catch (err) {
+      reject(err)
+      return
+    }
+    bb.on('field', (name: string, value: string) => { fields[name] = value })
+    bb.on('file', (field: string, stream: NodeJS.ReadableStream, filename: string, _enc: string, mimeType: string) => {
+      const file: MultipartFile = { field, filename, mimeType, size: 0, head: Buffer.alloc(0) }
+      const head: Buffer[] = []
+      let headLen = 0
+      stream.on('data', (chunk: Buffer) => {
+        file.size += chunk.length
+        if (headLen < HEAD_BYTES) { head.push(chunk); headLen += chunk.length }
+      })
+      stream.on('end', () => { file.head = Buffer.concat(head).subarray(0, HEAD_BYTES) })
+      files.push(file)
+    })
+    bb.on('finish', () => resolve({ boundary, fields, files }))
+    bb.on('error', reject)
+    bb.end(raw)
+  })
+}
+
+/**
+ * Replaces the value of the plain field `name` in a multipart body, keeping every other byte.
+ * Returns null when the field is absent.
+ */
+export function rewriteMultipartField (raw: Buffer, boundary: string, name: string, value: string): Buffer | null {
+  const delimiter = Buffer.from(`\r\n--${boundary}`)
+  const headerNeedle = `name="${name}"`
+  // The first boundary has no leading CRLF.
+  let partStart = raw.indexOf(`--${boundary}`)
+  while (partStart !== -1) {
+    const headersStart = partStart + (raw[partStart] === 0x0d ? delimiter.length : boundary.length + 2)
+    const headersEnd = raw.indexOf('\r\n\r\n', headersStart)
+    if (headersEnd === -1) return null
+    const next = raw.indexOf(delimiter, headersEnd + 4)
+    if (next === -1) return null
+    const headers = raw.subarray(headersStart, headersEnd).toString('latin1')
+    if (headers.includes(headerNeedle) && !/filename=/i.test(headers)) {
+      return Buffer.concat([raw.subarray(0, headersEnd + 4), Buffer.from(value), raw.subarray(next)])
+    }
+    partStart = next
+  }
+  return null
+}

@@ -1,0 +1,107 @@
+import type { BodyKind, EnvelopeKind, GatewayConfig, RouteConfig } from '../config/types.js'
+
+export interface RoutePlan {
+  /** `METHOD path` of the declaration (aliases share the plan). */
+  readonly id: string
+  readonly method: RouteConfig['method']
+  readonly path: string
+  readonly family: string
+  readonly envelope: EnvelopeKind
+  readonly operation: string
+  readonly body: readonly BodyKind[]
+  readonly itemLimits: Readonly<Record<string, number>>
+  readonly response: RouteConfig['response']
+  readonly job: RouteConfig['job']
+  readonly upstream: RouteConfig['upstream']
+  /** True when the model id comes from a `{model}` path segment. */
+  readonly modelInPath: boolean
+}
+
+/** One Fastify route: either a plain path with one plan, or a wildcard that dispatches on the rest of the URL. */
+export type FastifyRouteSpec =
+  | { kind: 'plain', method: RouteConfig['method'], url: string, plan: RoutePlan }
+  | { kind: 'model-wildcard', method: RouteConfig['method'], url: string, prefix: string, matchers: readonly ModelMatcher[] }
+
+export interface ModelMatcher {
+  readonly plan: RoutePlan
+  /** Applied to the raw path after the prefix; group 1 is the (still encoded) model id. */
+  readonly pattern: RegExp
+}
+
+export interface CompiledRoutes {
+  readonly plans: readonly RoutePlan[]
+  readonly fastifyRoutes: readonly FastifyRouteSpec[]
+  /** Family envelope for a path no route matched, by longest declared prefix. */
+  envelopeForPath (path: string): EnvelopeKind
+}
+
+function escapeRegExp (s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/** `{id}` → `:id`; a literal `:` is escaped as `::` for find-my-way. */
+function toFastifyPath (template: string): string {
+  return template.replace(/:/g, '::').replace(/\{([a-z_]+)\}/g, ':$1')
+}
+
+/** Pure: config in, route plans out. Request-time code only ever sees the plans. */
+export function compileRoutes (config: GatewayConfig): CompiledRoutes {
+  const plans: RoutePlan[] = []
+  const plain: FastifyRouteSpec[] = []
+  const wildcards = new Map<string, { method: RouteConfig['method'], prefix: string, matchers: ModelMatcher[] }>()
+
+  for (const r of config.routes) {
+    const family = config.families[r.family]
+    if (!family) throw new Error(`route ${r.path} names unknown family ${r.family}`)
+    const plan: RoutePlan = Object.freeze({
+      id: `${r.method} ${r.path}`,
+      method: r.method,
+      path: r.path,
+      family: r.family,
+      envelope: family.envelope,
+      operation: r.operation,
+      body: Object.freeze([...(r.body ?? ['json'])]),
+      itemLimits: Object.freeze({ ...(r.item_limits ?? {}) }),
+      response: r.response ?? 'auto',
+      job: r.job,
+      upstream: r.upstream,
+      modelInPath: r.path.includes('{model}')
+    })
+    plans.push(plan)
+    for (const path of [r.path, ...(r.aliases ?? [])]) {
+      const at = path.indexOf('{model}')
+      if (at === -1) {
+        plain.push({ kind: 'plain', method: r.method, url: toFastifyPath(path), plan })
+        continue
+      }
+      const prefix = path.slice(0, at)
+      const rest = path.slice(at + '{model}'.length)
+      const key = `${r.method} ${prefix}`
+      let group = wildcards.get(key)
+      if (!group) {
+        group = { method: r.method, prefix, matchers: [] }
+        wildcards.set(key, group)
+      }
+      group.matchers.push({ plan, pattern: new RegExp(`^(.+)${escapeRegExp(rest)}$`) })
+    }
+  }
+
+  const fastifyRoutes: FastifyRouteSpec[] = [...plain]
+  for (const g of wildcards.values()) {
+    fastifyRoutes.push({ kind: 'model-wildcard', method: g.method, url: toFastifyPath(g.prefix) + '*', prefix: g.prefix, matchers: Object.freeze(g.matchers) })
+  }
+
+  const prefixes = Object.values(config.families)
+    .flatMap((f) => f.prefixes.map((p) => ({ prefix: p, envelope: f.envelope })))
+    .sort((a, b) => b.prefix.length - a.prefix.length)
+  const fallbackEnvelope: EnvelopeKind = config.families.chat?.envelope ?? 'chat'
+
+  return {
+    plans: Object.freeze(plans),
+    fastifyRoutes: Object.freeze(fastifyRoutes),
+    envelopeForPath (path: string): EnvelopeKind {
+      for (const p of prefixes) if (path.startsWith(p.prefix)) return p.envelope
+      return fallbackEnvelope
+    }
+  }
+}
