@@ -36,10 +36,13 @@ const addFormats = formatsModule.default
 
 let compiled: ValidateFunction<GatewayConfig> | undefined
 
-/** The root validator; compiled on first use and reused. It fills defaults in place. */
+/**
+ * The root validator; compiled on first use and reused. It fills defaults in place.
+ * `verbose` keeps each error's parent schema, which names the keys a typo could have meant.
+ */
 export function configValidator (): ValidateFunction<GatewayConfig> {
   if (compiled !== undefined) return compiled
-  const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true })
+  const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, verbose: true })
   addFormats(ajv, ['hostname'])
   for (const schema of readSchemas().values()) ajv.addSchema(schema)
   const validate = ajv.getSchema<GatewayConfig>(ROOT_SCHEMA_ID)
