@@ -1,14 +1,13 @@
 // `model-gateway check [file]`: validate a config without starting anything (our
 // `kong config parse`). Problems go to stderr, one per line; exit 1 when there are any.
-import type { Writable } from 'node:stream'
 import type { Env } from './expand-env.js'
 import { loadConfig, type LoadedConfig } from './load.js'
 import { ConfigError, formatProblem } from './problem.js'
 
 export interface CommandIo {
   env: Env
-  stdout: Pick<Writable, 'write'>
-  stderr: Pick<Writable, 'write'>
+  stdout: { write: (text: string) => unknown }
+  stderr: { write: (text: string) => unknown }
 }
 
 const processIo = (): CommandIo => ({ env: process.env, stdout: process.stdout, stderr: process.stderr })

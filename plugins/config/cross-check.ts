@@ -23,14 +23,22 @@ const has = (record: object | undefined, key: string): boolean =>
 
 const list = <T>(value: readonly T[] | undefined): readonly T[] => Array.isArray(value) ? value : []
 
+/** Entries that are objects, with their index; a mis-shaped entry is the schema's to report. */
+const entries = <T>(value: readonly T[] | undefined): Array<[T, number]> =>
+  list(value).flatMap((item, i): Array<[T, number]> => item !== null && typeof item === 'object' ? [[item, i]] : [])
+
+const isString = (value: unknown): value is string => typeof value === 'string'
+
+const objectOr = (value: unknown): object => value !== null && typeof value === 'object' ? value : {}
+
 function checkPools (config: GatewayConfig): CrossProblem[] {
   const out: CrossProblem[] = []
   for (const [pool, members] of Object.entries(config.pools ?? {})) {
-    list(members).forEach((member, i) => {
-      if (typeof member?.provider === 'string' && !has(config.providers, member.provider)) {
+    for (const [member, i] of entries(members)) {
+      if (isString(member.provider) && !has(config.providers, member.provider)) {
         out.push({ path: ['pools', pool, i, 'provider'], message: `provider "${member.provider}" is not defined in providers` })
       }
-    })
+    }
   }
   return out
 }
@@ -39,45 +47,44 @@ function checkRoutes (config: GatewayConfig): CrossProblem[] {
   const out: CrossProblem[] = []
   // Placeholders are normalised: /x/{id} and /x/{model} are the same route to the router.
   const seen = new Map<string, PathSegment[]>()
-  list(config.routes).forEach((route, i) => {
-    if (typeof route.family === 'string' && !has(config.families, route.family)) {
+  for (const [route, i] of entries(config.routes)) {
+    if (isString(route.family) && !has(config.families, route.family)) {
       out.push({ path: ['routes', i, 'family'], message: `family "${route.family}" is not defined in families` })
     }
     const pool = route.upstream?.pool
-    if (typeof pool === 'string' && !has(config.pools, pool)) {
+    if (isString(pool) && !has(config.pools, pool)) {
       out.push({ path: ['routes', i, 'upstream', 'pool'], message: `pool "${pool}" is not defined in pools` })
     }
     const paths: Array<[string, PathSegment[]]> = [[route.path, ['routes', i, 'path']]]
     list(route.aliases).forEach((alias, j) => { paths.push([alias, ['routes', i, 'aliases', j]]) })
     for (const [path, at] of paths) {
-      if (typeof path !== 'string') continue
+      if (!isString(path)) continue
       const key = `${route.method} ${path.replace(/\{(model|id)\}/g, '{}')}`
       const first = seen.get(key)
       if (first === undefined) seen.set(key, at)
       else out.push({ path: at, message: `${route.method} ${path} is already declared at ${formatPath(first)}` })
     }
-  })
+  }
   return out
 }
 
 function checkModels (config: GatewayConfig): CrossProblem[] {
   const out: CrossProblem[] = []
-  const routed = new Set(list(config.routes).map((r) => r.operation))
+  const routed = new Set(entries(config.routes).map(([r]) => r.operation))
   const ids = new Map<string, number>()
-  list(config.models).forEach((model, i) => {
-    const first = ids.get(model.id)
-    if (first === undefined) ids.set(model.id, i)
-    else out.push({ path: ['models', i, 'id'], message: `duplicate model id "${model.id}" (first at models[${first}])` })
-    if (typeof model.pool === 'string' && !has(config.pools, model.pool)) {
+  for (const [model, i] of entries(config.models)) {
+    const first = isString(model.id) ? ids.get(model.id) : undefined
+    if (first === undefined) { if (isString(model.id)) ids.set(model.id, i) } else out.push({ path: ['models', i, 'id'], message: `duplicate model id "${model.id}" (first at models[${first}])` })
+    if (isString(model.pool) && !has(config.pools, model.pool)) {
       out.push({ path: ['models', i, 'pool'], message: `pool "${model.pool}" is not defined in pools` })
     }
-    for (const operation of Object.keys(model.operations ?? {})) {
+    for (const operation of Object.keys(objectOr(model.operations))) {
       if (!routed.has(operation)) {
         out.push({ path: ['models', i, 'operations', operation], at: 'key', message: `operation "${operation}" is not declared by any route` })
       }
     }
     out.push(...checkPricing(model, i))
-  })
+  }
   return out
 }
 
@@ -92,10 +99,11 @@ function checkPricing (model: ModelConfig, i: number): CrossProblem[] {
 
 function checkFallbacks (config: GatewayConfig): CrossProblem[] {
   const out: CrossProblem[] = []
-  const models = list(config.models)
-  const byId = new Map(models.map((m, i) => [m.id, { model: m, index: i }] as const))
-  models.forEach((model, i) => {
+  const models = entries(config.models)
+  const byId = new Map(models.map(([m, i]) => [m.id, { model: m, index: i }] as const))
+  for (const [model, i] of models) {
     list(model.fallbacks).forEach((id, j) => {
+      if (!isString(id)) return
       const path = ['models', i, 'fallbacks', j]
       const target = byId.get(id)
       if (id === model.id) {
@@ -105,36 +113,36 @@ function checkFallbacks (config: GatewayConfig): CrossProblem[] {
       } else if (target.model.status === 'retired') {
         out.push({ path, message: `fallback "${id}" is retired and can never answer` })
       } else {
-        const theirs = new Set(Object.keys(target.model.operations ?? {}))
-        const missing = Object.keys(model.operations ?? {}).filter((op) => !theirs.has(op))
+        const theirs = new Set(Object.keys(objectOr(target.model.operations)))
+        const missing = Object.keys(objectOr(model.operations)).filter((op) => !theirs.has(op))
         if (missing.length > 0) {
           out.push({ path, message: `fallback "${id}" does not serve ${missing.join(', ')}, which "${model.id}" serves` })
         }
       }
     })
-  })
+  }
   return [...out, ...findCycles(models)]
 }
 
 /** Each fallback cycle once, reported at the edge that closes it. */
-function findCycles (models: readonly ModelConfig[]): CrossProblem[] {
+function findCycles (models: ReadonlyArray<[ModelConfig, number]>): CrossProblem[] {
   const out: CrossProblem[] = []
-  const index = new Map(models.map((m, i) => [m.id, i] as const))
+  const byId = new Map(models.filter(([m]) => isString(m.id)).map(([m, i]) => [m.id, { model: m, index: i }] as const))
   const state = new Map<string, 'open' | 'done'>()
   const stack: string[] = []
   const reported = new Set<string>()
   const visit = (id: string): void => {
     state.set(id, 'open')
     stack.push(id)
-    const i = index.get(id) ?? -1
-    list(models[i]?.fallbacks).forEach((next, j) => {
-      if (next === id || !index.has(next)) return
+    const entry = byId.get(id)
+    list(entry?.model.fallbacks).forEach((next, j) => {
+      if (entry === undefined || !isString(next) || next === id || !byId.has(next)) return
       if (state.get(next) === 'open') {
         const cycle = [...stack.slice(stack.indexOf(next)), next]
         const key = [...new Set(cycle)].sort().join(' ')
         if (!reported.has(key)) {
           reported.add(key)
-          out.push({ path: ['models', i, 'fallbacks', j], message: `fallback cycle: ${cycle.join(' -> ')}` })
+          out.push({ path: ['models', entry.index, 'fallbacks', j], message: `fallback cycle: ${cycle.join(' -> ')}` })
         }
       } else if (state.get(next) === undefined) {
         visit(next)
@@ -143,33 +151,31 @@ function findCycles (models: readonly ModelConfig[]): CrossProblem[] {
     stack.pop()
     state.set(id, 'done')
   }
-  for (const model of models) if (state.get(model.id) === undefined) visit(model.id)
+  for (const id of byId.keys()) if (state.get(id) === undefined) visit(id)
   return out
 }
 
 function checkLimits (config: GatewayConfig): CrossProblem[] {
   const tier = config.limits?.default_tier
-  if (typeof tier !== 'string' || has(config.limits.tiers, tier)) return []
+  if (!isString(tier) || has(config.limits.tiers, tier)) return []
   return [{ path: ['limits', 'default_tier'], message: `tier "${tier}" is not defined in limits.tiers` }]
 }
 
 function checkErrors (config: GatewayConfig): CrossProblem[] {
   const out: CrossProblem[] = []
-  const entries = list(config.errors?.catalogue)
+  const catalogue = entries(config.errors?.catalogue)
   const codes = new Map<string, number>()
   const references = new Map<string, number>()
   const aliases = new Map<string, number>()
-  entries.forEach((entry, i) => {
-    const firstCode = codes.get(entry.code)
-    if (firstCode === undefined) codes.set(entry.code, i)
-    else out.push({ path: ['errors', 'catalogue', i, 'code'], message: `duplicate error code ${entry.code} (first at errors.catalogue[${firstCode}])` })
-    const firstRef = references.get(entry.reference)
-    if (firstRef === undefined) references.set(entry.reference, i)
-    else out.push({ path: ['errors', 'catalogue', i, 'reference'], message: `duplicate reference ${entry.reference} (first at errors.catalogue[${firstRef}])` })
-  })
-  entries.forEach((entry, i) => {
+  for (const [entry, i] of catalogue) {
+    const firstCode = isString(entry.code) ? codes.get(entry.code) : undefined
+    if (firstCode === undefined) { if (isString(entry.code)) codes.set(entry.code, i) } else out.push({ path: ['errors', 'catalogue', i, 'code'], message: `duplicate error code ${entry.code} (first at errors.catalogue[${firstCode}])` })
+    const firstRef = isString(entry.reference) ? references.get(entry.reference) : undefined
+    if (firstRef === undefined) { if (isString(entry.reference)) references.set(entry.reference, i) } else out.push({ path: ['errors', 'catalogue', i, 'reference'], message: `duplicate reference ${entry.reference} (first at errors.catalogue[${firstRef}])` })
+  }
+  for (const [entry, i] of catalogue) {
     list(entry.aliases).forEach((alias, j) => {
-      if (alias === entry.code) return
+      if (!isString(alias) || alias === entry.code) return
       const path = ['errors', 'catalogue', i, 'aliases', j]
       const owner = codes.get(alias)
       const firstAlias = aliases.get(alias)
@@ -181,6 +187,6 @@ function checkErrors (config: GatewayConfig): CrossProblem[] {
         aliases.set(alias, i)
       }
     })
-  })
+  }
   return out
 }
