@@ -118,13 +118,27 @@ export interface LimitsConfig {
   tiers: Record<string, TierConfig>
 }
 
+/** Envelope `type` (GenAI: `status`) of one catalogue entry, per envelope. */
+export interface ErrorTypeOverrides {
+  chat?: string
+  messages?: string
+  genai?: string
+}
+
+/** Default envelope `type` per envelope, keyed by HTTP status ("400", "429", ...). */
+export interface TypeByStatus {
+  chat: Record<string, string>
+  messages: Record<string, string>
+  genai: Record<string, string>
+}
+
 export interface ErrorEntryConfig {
   code: string
   reference: string
   status: number
   message: string
   /** Family-specific `type` values; defaults come from `type_by_status`. */
-  type?: Partial<Record<EnvelopeKind, string>>
+  type?: ErrorTypeOverrides
   retry?: { strategy: RetryStrategy; after_seconds?: number }
   aliases?: string[]
   /** Raised outside this gateway (console, jobs) and so not reachable from gateway code yet. */
@@ -133,7 +147,7 @@ export interface ErrorEntryConfig {
 
 export interface ErrorsConfig {
   domain: string
-  type_by_status: Record<EnvelopeKind, Record<string, string>>
+  type_by_status: TypeByStatus
   catalogue: ErrorEntryConfig[]
 }
 

@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+// model-gateway CLI: a table of subcommands, each `(args) => exit code`.
+// Other subcommands (serve, accounts, keys) register here next to `check`.
+import { checkCommand, CHECK_USAGE } from '../plugins/config/check-command.js'
+
+type Command = (args: string[]) => Promise<number>
+
+const usage = [
+  'usage: model-gateway <command> [args]',
+  '',
+  'commands:',
+  `  ${CHECK_USAGE}`,
+  '  help           show this help'
+].join('\n') + '\n'
+
+const commands: Record<string, Command> = {
+  check: checkCommand,
+  help: async () => {
+    process.stdout.write(usage)
+    return 0
+  }
+}
+
+async function main (argv: readonly string[]): Promise<number> {
+  const [given = 'help', ...args] = argv
+  const name = given === '--help' || given === '-h' ? 'help' : given
+  const command = Object.prototype.hasOwnProperty.call(commands, name) ? commands[name] : undefined
+  if (command === undefined) {
+    process.stderr.write(`model-gateway: unknown command "${name}"\n\n${usage}`)
+    return 2
+  }
+  return await command(args)
+}
+
+process.exitCode = await main(process.argv.slice(2))

@@ -1,0 +1,192 @@
+// Checks a schema cannot express: names that refer to other entries, uniqueness across
+// entries, fallback graphs. Pure: config in, problems (with config paths) out; the loader
+// turns paths into YAML lines. Written to tolerate a config that failed the schema, since
+// the loader still runs it then to report every problem at once.
+import type { GatewayConfig, ModelConfig } from './types.js'
+import { formatPath, type PathProblem, type PathSegment } from './problem.js'
+
+export type CrossProblem = PathProblem
+
+export function crossCheck (config: GatewayConfig): CrossProblem[] {
+  return [
+    ...checkPools(config),
+    ...checkRoutes(config),
+    ...checkModels(config),
+    ...checkFallbacks(config),
+    ...checkLimits(config),
+    ...checkErrors(config)
+  ]
+}
+
+const has = (record: object | undefined, key: string): boolean =>
+  record !== undefined && record !== null && Object.prototype.hasOwnProperty.call(record, key)
+
+const list = <T>(value: readonly T[] | undefined): readonly T[] => Array.isArray(value) ? value : []
+
+/** Entries that are objects, with their index; a mis-shaped entry is the schema's to report. */
+const entries = <T>(value: readonly T[] | undefined): Array<[T, number]> =>
+  list(value).flatMap((item, i): Array<[T, number]> => item !== null && typeof item === 'object' ? [[item, i]] : [])
+
+const isString = (value: unknown): value is string => typeof value === 'string'
+
+const objectOr = (value: unknown): object => value !== null && typeof value === 'object' ? value : {}
+
+function checkPools (config: GatewayConfig): CrossProblem[] {
+  const out: CrossProblem[] = []
+  for (const [pool, members] of Object.entries(config.pools ?? {})) {
+    for (const [member, i] of entries(members)) {
+      if (isString(member.provider) && !has(config.providers, member.provider)) {
+        out.push({ path: ['pools', pool, i, 'provider'], message: `provider "${member.provider}" is not defined in providers` })
+      }
+    }
+  }
+  return out
+}
+
+function checkRoutes (config: GatewayConfig): CrossProblem[] {
+  const out: CrossProblem[] = []
+  // Placeholders are normalised: /x/{id} and /x/{model} are the same route to the router.
+  const seen = new Map<string, PathSegment[]>()
+  for (const [route, i] of entries(config.routes)) {
+    if (isString(route.family) && !has(config.families, route.family)) {
+      out.push({ path: ['routes', i, 'family'], message: `family "${route.family}" is not defined in families` })
+    }
+    const pool = route.upstream?.pool
+    if (isString(pool) && !has(config.pools, pool)) {
+      out.push({ path: ['routes', i, 'upstream', 'pool'], message: `pool "${pool}" is not defined in pools` })
+    }
+    const paths: Array<[string, PathSegment[]]> = [[route.path, ['routes', i, 'path']]]
+    list(route.aliases).forEach((alias, j) => { paths.push([alias, ['routes', i, 'aliases', j]]) })
+    for (const [path, at] of paths) {
+      if (!isString(path)) continue
+      const key = `${route.method} ${path.replace(/\{(model|id)\}/g, '{}')}`
+      const first = seen.get(key)
+      if (first === undefined) seen.set(key, at)
+      else out.push({ path: at, message: `${route.method} ${path} is already declared at ${formatPath(first)}` })
+    }
+  }
+  return out
+}
+
+function checkModels (config: GatewayConfig): CrossProblem[] {
+  const out: CrossProblem[] = []
+  const routed = new Set(entries(config.routes).map(([r]) => r.operation))
+  const ids = new Map<string, number>()
+  for (const [model, i] of entries(config.models)) {
+    const first = isString(model.id) ? ids.get(model.id) : undefined
+    if (first === undefined) { if (isString(model.id)) ids.set(model.id, i) } else out.push({ path: ['models', i, 'id'], message: `duplicate model id "${model.id}" (first at models[${first}])` })
+    if (isString(model.pool) && !has(config.pools, model.pool)) {
+      out.push({ path: ['models', i, 'pool'], message: `pool "${model.pool}" is not defined in pools` })
+    }
+    for (const operation of Object.keys(objectOr(model.operations))) {
+      if (!routed.has(operation)) {
+        out.push({ path: ['models', i, 'operations', operation], at: 'key', message: `operation "${operation}" is not declared by any route` })
+      }
+    }
+    out.push(...checkPricing(model, i))
+  }
+  return out
+}
+
+function checkPricing (model: ModelConfig, i: number): CrossProblem[] {
+  const pricing = model.pricing
+  if (pricing === undefined || pricing === null || typeof pricing !== 'object') return []
+  const needed = pricing.unit === 'token' ? ['input', 'output', 'per'] as const : ['unit_price'] as const
+  const missing = needed.filter((k) => pricing[k] === undefined)
+  if (missing.length === 0) return []
+  return [{ path: ['models', i, 'pricing'], message: `${pricing.unit} pricing needs ${missing.join(', ')}` }]
+}
+
+function checkFallbacks (config: GatewayConfig): CrossProblem[] {
+  const out: CrossProblem[] = []
+  const models = entries(config.models)
+  const byId = new Map(models.map(([m, i]) => [m.id, { model: m, index: i }] as const))
+  for (const [model, i] of models) {
+    list(model.fallbacks).forEach((id, j) => {
+      if (!isString(id)) return
+      const path = ['models', i, 'fallbacks', j]
+      const target = byId.get(id)
+      if (id === model.id) {
+        out.push({ path, message: `model "${id}" names itself as a fallback` })
+      } else if (target === undefined) {
+        out.push({ path, message: `fallback "${id}" is not a model in the catalogue` })
+      } else if (target.model.status === 'retired') {
+        out.push({ path, message: `fallback "${id}" is retired and can never answer` })
+      } else {
+        const theirs = new Set(Object.keys(objectOr(target.model.operations)))
+        const missing = Object.keys(objectOr(model.operations)).filter((op) => !theirs.has(op))
+        if (missing.length > 0) {
+          out.push({ path, message: `fallback "${id}" does not serve ${missing.join(', ')}, which "${model.id}" serves` })
+        }
+      }
+    })
+  }
+  return [...out, ...findCycles(models)]
+}
+
+/** Each fallback cycle once, reported at the edge that closes it. */
+function findCycles (models: ReadonlyArray<[ModelConfig, number]>): CrossProblem[] {
+  const out: CrossProblem[] = []
+  const byId = new Map(models.filter(([m]) => isString(m.id)).map(([m, i]) => [m.id, { model: m, index: i }] as const))
+  const state = new Map<string, 'open' | 'done'>()
+  const stack: string[] = []
+  const reported = new Set<string>()
+  const visit = (id: string): void => {
+    state.set(id, 'open')
+    stack.push(id)
+    const entry = byId.get(id)
+    list(entry?.model.fallbacks).forEach((next, j) => {
+      if (entry === undefined || !isString(next) || next === id || !byId.has(next)) return
+      if (state.get(next) === 'open') {
+        const cycle = [...stack.slice(stack.indexOf(next)), next]
+        const key = [...new Set(cycle)].sort().join(' ')
+        if (!reported.has(key)) {
+          reported.add(key)
+          out.push({ path: ['models', entry.index, 'fallbacks', j], message: `fallback cycle: ${cycle.join(' -> ')}` })
+        }
+      } else if (state.get(next) === undefined) {
+        visit(next)
+      }
+    })
+    stack.pop()
+    state.set(id, 'done')
+  }
+  for (const id of byId.keys()) if (state.get(id) === undefined) visit(id)
+  return out
+}
+
+function checkLimits (config: GatewayConfig): CrossProblem[] {
+  const tier = config.limits?.default_tier
+  if (!isString(tier) || has(config.limits.tiers, tier)) return []
+  return [{ path: ['limits', 'default_tier'], message: `tier "${tier}" is not defined in limits.tiers` }]
+}
+
+function checkErrors (config: GatewayConfig): CrossProblem[] {
+  const out: CrossProblem[] = []
+  const catalogue = entries(config.errors?.catalogue)
+  const codes = new Map<string, number>()
+  const references = new Map<string, number>()
+  const aliases = new Map<string, number>()
+  for (const [entry, i] of catalogue) {
+    const firstCode = isString(entry.code) ? codes.get(entry.code) : undefined
+    if (firstCode === undefined) { if (isString(entry.code)) codes.set(entry.code, i) } else out.push({ path: ['errors', 'catalogue', i, 'code'], message: `duplicate error code ${entry.code} (first at errors.catalogue[${firstCode}])` })
+    const firstRef = isString(entry.reference) ? references.get(entry.reference) : undefined
+    if (firstRef === undefined) { if (isString(entry.reference)) references.set(entry.reference, i) } else out.push({ path: ['errors', 'catalogue', i, 'reference'], message: `duplicate reference ${entry.reference} (first at errors.catalogue[${firstRef}])` })
+  }
+  for (const [entry, i] of catalogue) {
+    list(entry.aliases).forEach((alias, j) => {
+      if (!isString(alias) || alias === entry.code) return
+      const path = ['errors', 'catalogue', i, 'aliases', j]
+      const owner = codes.get(alias)
+      const firstAlias = aliases.get(alias)
+      if (owner !== undefined) {
+        out.push({ path, message: `alias ${alias} clashes with the code of errors.catalogue[${owner}]` })
+      } else if (firstAlias !== undefined) {
+        out.push({ path, message: `alias ${alias} is already an alias of errors.catalogue[${firstAlias}]` })
+      } else {
+        aliases.set(alias, i)
+      }
+    })
+  }
+  return out
+}

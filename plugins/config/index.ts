@@ -1,0 +1,8 @@
+export { loadConfig, checkConfig, type LoadedConfig } from './load.js'
+export { ConfigError, formatProblem, formatPath, type ConfigProblem, type PathProblem, type PathSegment } from './problem.js'
+export { expandString, expandDocumentEnv, type Env } from './expand-env.js'
+export { validateConfig, configValidator, readSchemas, schemasDir } from './validate.js'
+export { crossCheck, type CrossProblem } from './cross-check.js'
+export { configHash, deepFreeze, stableStringify } from './snapshot.js'
+export { checkCommand, CHECK_USAGE, type CommandIo } from './check-command.js'
+export type * from './types.js'

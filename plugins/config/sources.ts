@@ -1,0 +1,168 @@
+// Reads the root file and its `include:` files into one merged object, keeping each
+// file's YAML document so any config path can be traced back to a line and column.
+import { readFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
+import { expandDocumentEnv, type Env } from './expand-env.js'
+import { formatPath, type ConfigProblem, type PathProblem, type PathSegment } from './problem.js'
+
+export interface SourceFile {
+  /** As the caller named it, or joined onto the including file's directory. */
+  file: string
+  doc: Document
+  lines: LineCounter
+  /** Scalars whose `${ENV}` expansion failed. */
+  tainted: Set<Node>
+}
+
+export interface Sources {
+  /** Files read, in order: the root first. */
+  files: SourceFile[]
+  /** Top-level keys of every file, merged; `include` removed. */
+  merged: Record<string, unknown>
+  /** Which file defined each top-level key. */
+  owners: Map<string, SourceFile>
+  problems: ConfigProblem[]
+  /** False when a file could not be read or parsed: the merged config is then partial. */
+  complete: boolean
+}
+
+export function readSources (root: string, env: Env): Sources {
+  const sources: Sources = { files: [], merged: {}, owners: new Map(), problems: [], complete: true }
+  readFile(sources, root, env, [], undefined)
+  return sources
+}
+
+interface Origin { source: SourceFile; index: number }
+
+function readFile (sources: Sources, file: string, env: Env, chain: string[], origin: Origin | undefined): void {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    sources.complete = false
+    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message
+    if (origin === undefined) sources.problems.push({ file, line: 1, column: 1, path: '', message: `cannot read ${file} (${reason})` })
+    else sources.problems.push(locate(origin.source, { path: ['include', origin.index], message: `cannot read included file ${file} (${reason})` }))
+    return
+  }
+  const lines = new LineCounter()
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false })
+  const source: SourceFile = { file, doc, lines, tainted: new Set() }
+  sources.files.push(source)
+  if (doc.errors.length > 0) {
+    sources.complete = false
+    for (const error of doc.errors) {
+      const { line, col } = lines.linePos(error.pos[0])
+      sources.problems.push({ file, line, column: col, path: '', message: error.message.split('\n')[0] ?? error.code })
+    }
+    return
+  }
+  const expanded = expandDocumentEnv(doc, text, env)
+  source.tainted = expanded.tainted
+  for (const p of expanded.problems) {
+    const { line, col } = lines.linePos(p.offset)
+    sources.problems.push({ file, line, column: col, path: formatPath(p.path), message: p.message })
+  }
+  const contents = doc.contents
+  if (contents === null) return
+  if (!isMap(contents)) {
+    sources.complete = false
+    sources.problems.push(locate(source, { path: [], message: 'the file must be a mapping of top-level keys' }))
+    return
+  }
+  const data = doc.toJS() as Record<string, unknown>
+  for (const pair of contents.items) {
+    const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key)
+    if (key === 'include') continue
+    const owner = sources.owners.get(key)
+    if (owner !== undefined) {
+      const first = locate(owner, { path: [key], at: 'key', message: '' })
+      sources.problems.push(locate(source, { path: [key], at: 'key', message: `"${key}" is already defined at ${first.file}:${first.line}:${first.column}` }))
+      continue
+    }
+    sources.owners.set(key, source)
+    sources.merged[key] = data[key]
+  }
+  readIncludes(sources, source, data.include, env, [...chain, resolve(file)])
+}
+
+function readIncludes (sources: Sources, source: SourceFile, include: unknown, env: Env, chain: string[]): void {
+  if (include === undefined || include === null) return
+  if (!Array.isArray(include)) {
+    sources.problems.push(locate(source, { path: ['include'], message: 'include must be a list of file paths' }))
+    return
+  }
+  include.forEach((entry: unknown, index) => {
+    if (typeof entry !== 'string' || entry === '') {
+      sources.problems.push(locate(source, { path: ['include', index], message: 'an include entry must be a file path' }))
+      return
+    }
+    const file = join(dirname(source.file), entry)
+    const absolute = resolve(file)
+    if (chain.includes(absolute)) {
+      const cycle = [...chain.slice(chain.indexOf(absolute)), absolute].map((f) => displayName(sources, f))
+      sources.problems.push(locate(source, { path: ['include', index], message: `include cycle: ${cycle.join(' -> ')}` }))
+    } else if (sources.files.some((f) => resolve(f.file) === absolute)) {
+      sources.problems.push(locate(source, { path: ['include', index], message: `${file} is already included` }))
+    } else {
+      readFile(sources, file, env, chain, { source, index })
+    }
+  })
+}
+
+function displayName (sources: Sources, absolute: string): string {
+  return sources.files.find((f) => resolve(f.file) === absolute)?.file ?? absolute
+}
+
+/** Places a path problem in the file that defines the path's top-level key. */
+export function locateInSources (sources: Sources, problem: PathProblem): ConfigProblem {
+  const head = problem.path[0]
+  const source = (head === undefined ? undefined : sources.owners.get(String(head))) ?? sources.files[0]
+  if (source === undefined) return { file: '', line: 1, column: 1, path: formatPath(problem.path), message: problem.message }
+  return locate(source, problem)
+}
+
+/** Whether the node a problem points at is a scalar whose `${ENV}` expansion already failed. */
+export function isTainted (sources: Sources, problem: PathProblem): boolean {
+  const head = problem.path[0]
+  const source = head === undefined ? undefined : sources.owners.get(String(head))
+  if (source === undefined) return false
+  const found = findNode(source.doc, problem.path, problem.at)
+  return found.exact && found.node !== undefined && source.tainted.has(found.node)
+}
+
+function locate (source: SourceFile, problem: PathProblem): ConfigProblem {
+  const { node } = findNode(source.doc, problem.path, problem.at)
+  const offset = node?.range?.[0] ?? 0
+  const { line, col } = source.lines.linePos(offset)
+  return { file: source.file, line, column: col, path: formatPath(problem.path), message: problem.message }
+}
+
+/** The node at `path` (its key node with `at: 'key'`), or the deepest ancestor that exists. */
+export function findNode (doc: Document, path: readonly PathSegment[], at?: 'key'): { node: Node | undefined; exact: boolean } {
+  let cur: unknown = doc.contents
+  let last: Node | undefined = isNode(cur) ? cur : undefined
+  for (const [i, seg] of path.entries()) {
+    if (isAlias(cur)) cur = cur.resolve(doc)
+    const isLast = i === path.length - 1
+    if (isMap(cur)) {
+      const pair = cur.items.find((p) => (isScalar(p.key) ? String(p.key.value) : String(p.key)) === String(seg))
+      if (pair === undefined) return { node: last, exact: false }
+      if (isLast && at === 'key') return { node: isNode(pair.key) ? pair.key : last, exact: true }
+      // `key:` with no value: point at the key.
+      cur = pair.value ?? pair.key
+    } else if (isSeq(cur)) {
+      cur = cur.items[Number(seg)]
+      if (cur === undefined) return { node: last, exact: false }
+    } else {
+      return { node: last, exact: false }
+    }
+    if (isNode(cur)) last = cur
+  }
+  return { node: last, exact: true }
+}
+
+function isNode (value: unknown): value is Node {
+  return isScalar(value) || isMap(value) || isSeq(value) || isAlias(value)
+}
