@@ -2,6 +2,7 @@
 // model-gateway CLI: a table of subcommands, each `(args) => exit code`.
 // Other subcommands (serve, accounts, keys) register here next to `check`.
 import { checkCommand, CHECK_USAGE } from '../plugins/config/check-command.js'
+import { serveCommand, SERVE_USAGE } from '../plugins/gateway/serve-command.js'
 
 type Command = (args: string[]) => Promise<number>
 
@@ -10,11 +11,13 @@ const usage = [
   '',
   'commands:',
   `  ${CHECK_USAGE}`,
+  `  ${SERVE_USAGE}`,
   '  help           show this help'
 ].join('\n') + '\n'
 
 const commands: Record<string, Command> = {
   check: checkCommand,
+  serve: serveCommand,
   help: async () => {
     process.stdout.write(usage)
     return 0

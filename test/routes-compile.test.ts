@@ -1,0 +1,56 @@
+import t from 'tap'
+import { compileRoutes } from '../plugins/routes/compile.js'
+import type { GatewayConfig } from '../plugins/config/types.js'
+
+function config (routes: GatewayConfig['routes']): GatewayConfig {
+  return {
+    families: {
+      chat: { envelope: 'chat', prefixes: ['/v1/', '/responses'] },
+      messages: { envelope: 'messages', prefixes: ['/msgs/', '/v1/messages'] },
+      genai: { envelope: 'genai', prefixes: ['/genai/'] }
+    },
+    routes
+  } as unknown as GatewayConfig
+}
+
+t.test('plain paths, aliases and {id} parameters become Fastify routes sharing one plan', async (t) => {
+  const c = compileRoutes(config([
+    { path: '/v1/messages', aliases: ['/msgs/v1/messages'], method: 'POST', family: 'messages', operation: 'messages', body: ['json'], response: 'auto' },
+    { path: '/v1/videos/{id}/content', aliases: [], method: 'GET', family: 'chat', operation: 'videos.content', body: ['none'], response: 'binary' }
+  ]))
+  t.same(c.fastifyRoutes.map((r) => `${r.method} ${r.url}`), ['POST /v1/messages', 'POST /msgs/v1/messages', 'GET /v1/videos/:id/content'])
+  const [a, b] = c.fastifyRoutes
+  t.ok(a?.kind === 'plain' && b?.kind === 'plain' && a.plan === b.plan, 'alias shares the plan')
+  t.equal(c.plans[0]?.envelope, 'messages')
+})
+
+t.test('{model} paths share one wildcard per prefix and dispatch on the action', async (t) => {
+  const c = compileRoutes(config([
+    { path: '/genai/v1beta/models/{model}:generateContent', aliases: [], method: 'POST', family: 'genai', operation: 'g', body: ['json'], response: 'json' },
+    { path: '/genai/v1beta/models/{model}:streamGenerateContent', aliases: [], method: 'POST', family: 'genai', operation: 's', body: ['json'], response: 'sse' }
+  ]))
+  t.equal(c.fastifyRoutes.length, 1)
+  const w = c.fastifyRoutes[0]
+  if (w?.kind !== 'model-wildcard') throw new Error('expected a wildcard')
+  t.equal(w.url, '/genai/v1beta/models/*')
+  const hit = (rest: string): [string | undefined, string | undefined] => {
+    for (const m of w.matchers) {
+      const found = m.pattern.exec(rest)
+      if (found) return [m.plan.operation, found[1]]
+    }
+    return [undefined, undefined]
+  }
+  t.same(hit('openai%2Fgpt-4o:generateContent'), ['g', 'openai%2Fgpt-4o'])
+  t.same(hit('google/gemini-2.5-flash:streamGenerateContent'), ['s', 'google/gemini-2.5-flash'])
+  t.same(hit('a/b:c:generateContent'), ['g', 'a/b:c'], 'a colon inside the id stays in the id')
+  t.same(hit('a/b:countTokens'), [undefined, undefined])
+})
+
+t.test('unknown paths take the envelope of their longest family prefix', async (t) => {
+  const c = compileRoutes(config([]))
+  t.equal(c.envelopeForPath('/v1/messages/batches'), 'messages')
+  t.equal(c.envelopeForPath('/v1/anything'), 'chat')
+  t.equal(c.envelopeForPath('/msgs/v2/x'), 'messages')
+  t.equal(c.envelopeForPath('/genai/v1/x'), 'genai')
+  t.equal(c.envelopeForPath('/elsewhere'), 'chat')
+})
