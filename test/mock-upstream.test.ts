@@ -473,6 +473,36 @@ t.test('failure knobs', async (t) => {
     t.notMatch(sent, /\[DONE\]/)
   })
 
+  t.test('cut-after: the client receives exactly the K chunks before the break', async (t) => {
+    const res = await post('/v1/chat/completions', chatBody('one two three four', { stream: true }), { 'x-mock-cut-after': '3', 'x-mock-chunk-delay-ms': '5' })
+    const reader = res.body?.getReader()
+    const decoder = new TextDecoder()
+    let received = ''
+    let failed = false
+    try {
+      for (;;) {
+        const r = await reader?.read()
+        if (r === undefined || r.done) break
+        received += decoder.decode(r.value, { stream: true })
+      }
+    } catch {
+      failed = true
+    }
+    t.equal(failed, true, 'the read fails')
+    const chunks = sseJson(received) as Array<{ choices: Array<{ delta: { content?: string } }> }>
+    t.equal(chunks.length, 4, 'role chunk + 3 content chunks')
+    t.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), replyChunks('one two three four', 3).join(''))
+    t.equal(received, lastCall().response?.toString(), 'client got everything the mock sent')
+  })
+
+  t.test('cut-after 0 still sends the headers', async (t) => {
+    const res = await post('/v1beta/models/g:streamGenerateContent?alt=sse', { contents: [{ parts: [{ text: 'x' }] }] }, { 'x-mock-cut-after': '0' })
+    t.equal(res.status, 200)
+    t.equal(res.headers.get('content-type'), 'text/event-stream')
+    await t.rejects(res.text())
+    t.equal(lastCall().produced?.outputTokens, 0)
+  })
+
   t.test('cut-after on Anthropic and Gemini streams, and on a JSON body', async (t) => {
     mock.setBehaviour({ cutAfter: 1 })
     const an = await post('/v1/messages', { model: 'c', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'x' }] })
