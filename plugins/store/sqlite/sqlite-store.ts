@@ -22,11 +22,12 @@ export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
   mkdirSync(dataDir, { recursive: true })
   const db = new Database(join(dataDir, SQLITE_FILE_NAME))
   try {
+    // First, so a second process switching to WAL or migrating waits instead of failing.
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
     // WAL + NORMAL: readers never block the writer and a commit costs no fsync; a
     // power loss may drop the last commits but never corrupts the file.
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
     db.pragma('foreign_keys = ON')
     // Money columns exceed 2^53; read every INTEGER as bigint and convert the rest.
     db.defaultSafeIntegers(true)
