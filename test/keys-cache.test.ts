@@ -183,6 +183,25 @@ t.test('store mutations invalidate the cache (SQLite, in-process bus)', async (t
   t.equal(cache.get(hash), undefined, 'revoke')
 })
 
+t.test('a failed publish does not fail the committed write', async (t) => {
+  const backend = sqliteTestBackend()
+  t.teardown(() => backend.cleanup())
+  const failing: InvalidationBus = {
+    ready: async () => {},
+    publish: async () => Promise.reject(new Error('redis is away')),
+    subscribe: () => () => {},
+    close: async () => {},
+  }
+  const errors: string[] = []
+  const store = await backend.open({ bus: failing, onInvalidationError: (err) => errors.push(err.message) })
+  const account = await store.accounts.create({ name: 'a' })
+  const created = await store.keys.create({ accountId: account.id, name: 'k' })
+  if (!created.ok) throw new Error(created.error)
+  const revoked = await store.keys.revoke(created.value.record.id)
+  t.ok(revoked.ok && revoked.value.revokedAt, 'revoke committed')
+  t.same(errors, ['redis is away'], 'the failure is reported')
+})
+
 t.test('revoke on instance A drops the entry on instance B (PostgreSQL + Redis)', async (t) => {
   const backend = pgTestBackend()
   const busA = new RedisInvalidationBus(REDIS_URL, CHANNEL)

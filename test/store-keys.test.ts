@@ -1,7 +1,11 @@
 // KeyStore contract, run against SQLite and PostgreSQL.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import { KeySealError, hasValidChecksum, lookupHash } from '../plugins/keys/index.js'
 import type { InvalidationMessage } from '../plugins/keys/index.js'
+import { openStore } from '../plugins/store/index.js'
 import type { Store } from '../plugins/store/index.js'
 import { ManualClock, TEST_SECRET, testBackends } from '../plugins/store/testing.js'
 
@@ -202,3 +206,18 @@ for (const backend of testBackends()) {
     })
   })
 }
+
+t.test('embedded mode without a secret: gateway.secret keeps keys working across restarts', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gw-keys-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const first = await openStore({ dataDir })
+  t.equal(first.secretGenerated, true, 'caller can warn that the secret is auto-managed')
+  const accountId = await newAccount(first)
+  const { record, plaintext } = await newKey(first, accountId)
+  await first.close()
+  const second = await openStore({ dataDir })
+  t.teardown(() => second.close())
+  const secret = readFileSync(join(dataDir, 'gateway.secret'), 'utf8').trim()
+  t.same(await second.keys.findByLookupHash(lookupHash(secret, plaintext)), record)
+  t.same(await second.keys.reveal(record.id), { ok: true, value: plaintext })
+})

@@ -1,10 +1,9 @@
 // The store facade: one entry point, SQLite (embedded, default) or PostgreSQL.
+import { randomBytes } from 'node:crypto'
 import { LocalInvalidationBus } from '../keys/invalidation-bus.js'
 import type { InvalidationBus } from '../keys/invalidation-bus.js'
-import { MIN_SECRET_LENGTH } from '../keys/key-crypto.js'
 import type { RandomBytes } from '../keys/key-format.js'
 import { resolveServerSecret } from '../keys/server-secret.js'
-import { randomBytes } from 'node:crypto'
 import { type Clock, type IdSource, randomIds, systemClock } from './clock.js'
 import type { StoreContext } from './context.js'
 import { openPg } from './pg/pg-store.js'
@@ -43,7 +42,6 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
   const usePg = opts.databaseUrl !== undefined && opts.databaseUrl !== ''
   if (!usePg && opts.schema !== undefined) throw new RangeError('schema applies to PostgreSQL (databaseUrl) only')
   const resolved = resolveServerSecret({ gatewaySecret: opts.secret, dataDir, databaseUrl: opts.databaseUrl })
-  if (resolved.secret.length < MIN_SECRET_LENGTH) throw new RangeError('server secret is too short')
   const ownsBus = opts.bus === undefined
   const bus = opts.bus ?? new LocalInvalidationBus()
   const onInvalidationError =
@@ -86,6 +84,9 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
 export type { Clock, IdSource } from './clock.js'
 export { randomIds, systemClock } from './clock.js'
 export type * from './types.js'
-export { validateKeyInput, validateKeyPatch } from './validate-key-input.js'
-export type { KeyInputContext, KeyInputError, KeyInputResult } from './validate-key-input.js'
+export { DEFAULT_MINOR_UNIT_DIGITS, KEY_INPUT_FIELDS, validateKeyInput, validateKeyPatch } from './validate-key-input.js'
+export type { KeyInputContext, KeyInputError, KeyInputResult, NewKeyFields } from './validate-key-input.js'
+export { MigrationError } from './migrate.js'
 export type { Migration } from './migrate.js'
+export { pgMigrations } from './migrations/pg/index.js'
+export { sqliteMigrations } from './migrations/sqlite/index.js'
