@@ -1,0 +1,5 @@
+// Ordered SQLite migrations. Append new files here; never edit a released one.
+import type { Migration } from '../../migrate.js'
+import { accountsKeys } from './001-accounts-keys.js'
+
+export const sqliteMigrations: readonly Migration[] = [accountsKeys]

@@ -1,0 +1,49 @@
+import pg from 'pg'
+import type { StoreContext } from '../context.js'
+import { pgMigrations } from '../migrations/pg/index.js'
+import type { AccountStore, KeyStore, StoreBackend } from '../types.js'
+import { createPgAccountStore } from './pg-accounts.js'
+import { createPgKeyStore } from './pg-keys.js'
+import { SCHEMA_NAME, runPgMigrations } from './pg-migrate.js'
+
+export interface PgParts {
+  backend: StoreBackend
+  accounts: AccountStore
+  keys: KeyStore
+  close(): Promise<void>
+}
+
+export interface OpenPgOptions {
+  databaseUrl: string
+  schema?: string | undefined
+  poolMax?: number | undefined
+  onPoolError?: ((err: Error) => void) | undefined
+}
+
+export async function openPg(opts: OpenPgOptions, ctx: StoreContext): Promise<PgParts> {
+  const { schema } = opts
+  if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
+    throw new RangeError(`schema must match ${SCHEMA_NAME} (got ${JSON.stringify(schema)})`)
+  }
+  const pool = new pg.Pool({
+    connectionString: opts.databaseUrl,
+    max: opts.poolMax ?? 10,
+    // A startup parameter, so the search_path is set before any query on every
+    // pooled connection, including ones the pool opens later.
+    ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
+  })
+  // An idle client losing its connection emits here; without a listener it would crash the process.
+  pool.on('error', opts.onPoolError ?? ((err) => process.emitWarning(`postgres pool: ${err.message}`)))
+  try {
+    await runPgMigrations(pool, pgMigrations, schema)
+  } catch (err) {
+    await pool.end()
+    throw err
+  }
+  return {
+    backend: { kind: 'pg', pool },
+    accounts: createPgAccountStore(pool, ctx),
+    keys: createPgKeyStore(pool, ctx),
+    close: () => pool.end(),
+  }
+}

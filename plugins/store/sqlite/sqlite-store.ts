@@ -1,0 +1,45 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import type { StoreContext } from '../context.js'
+import { sqliteMigrations } from '../migrations/sqlite/index.js'
+import type { AccountStore, KeyStore, StoreBackend } from '../types.js'
+import { createSqliteAccountStore } from './sqlite-accounts.js'
+import { createSqliteKeyStore } from './sqlite-keys.js'
+import { runSqliteMigrations } from './sqlite-migrate.js'
+
+export const SQLITE_FILE_NAME = 'gateway.db'
+const BUSY_TIMEOUT_MS = 5000
+
+export interface SqliteParts {
+  backend: StoreBackend
+  accounts: AccountStore
+  keys: KeyStore
+  close(): void
+}
+
+export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
+  mkdirSync(dataDir, { recursive: true })
+  const db = new Database(join(dataDir, SQLITE_FILE_NAME))
+  try {
+    // First, so a second process switching to WAL or migrating waits instead of failing.
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+    // WAL + NORMAL: readers never block the writer and a commit costs no fsync; a
+    // power loss may drop the last commits but never corrupts the file.
+    db.pragma('journal_mode = WAL')
+    db.pragma('synchronous = NORMAL')
+    db.pragma('foreign_keys = ON')
+    // Money columns exceed 2^53; read every INTEGER as bigint and convert the rest.
+    db.defaultSafeIntegers(true)
+    runSqliteMigrations(db, sqliteMigrations, ctx.clock)
+  } catch (err) {
+    db.close()
+    throw err
+  }
+  return {
+    backend: { kind: 'sqlite', db },
+    accounts: createSqliteAccountStore(db, ctx),
+    keys: createSqliteKeyStore(db, ctx),
+    close: () => db.close(),
+  }
+}

@@ -1,0 +1,108 @@
+// Test support shared by every store contract test (ours and later ledger, jobs…):
+// the same assertions run against a temporary SQLite directory and a private
+// PostgreSQL schema that is dropped afterwards. No test-runner dependency.
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import type { Clock } from './clock.js'
+import { type OpenStoreOptions, openStore } from './index.js'
+import type { Store } from './types.js'
+
+export const TEST_DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const TEST_SECRET = 'test-secret-0123456789-abcdefghijklmnop'
+
+export interface TestBackend {
+  readonly name: 'sqlite' | 'pg'
+  /** SQLite directory or PostgreSQL schema; the same one on every open(). */
+  readonly location: string
+  /** Opens a store on this backend's database; closed by cleanup(). */
+  open(opts?: Partial<OpenStoreOptions>): Promise<Store>
+  /** Closes every store opened here, then removes the directory or drops the schema. */
+  cleanup(): Promise<void>
+}
+
+/** A clock the test moves by hand. */
+export class ManualClock implements Clock {
+  private ms: number
+  constructor(start: Date | string = '2030-01-01T00:00:00.000Z') {
+    this.ms = new Date(start).getTime()
+  }
+  now(): Date {
+    return new Date(this.ms)
+  }
+  advance(ms: number): void {
+    this.ms += ms
+  }
+}
+
+export function randomSchemaName(): string {
+  return `t_${randomBytes(8).toString('hex')}`
+}
+
+export function sqliteTestBackend(): TestBackend {
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-store-'))
+  const stores: Store[] = []
+  return {
+    name: 'sqlite',
+    location: dir,
+    async open(opts = {}) {
+      const store = await openStore({ secret: TEST_SECRET, ...opts, dataDir: dir })
+      stores.push(store)
+      return store
+    },
+    async cleanup() {
+      await Promise.all(stores.map((s) => s.close()))
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+export function pgTestBackend(): TestBackend {
+  const schema = randomSchemaName()
+  const stores: Store[] = []
+  return {
+    name: 'pg',
+    location: schema,
+    async open(opts = {}) {
+      const store = await openStore({ secret: TEST_SECRET, ...opts, databaseUrl: TEST_DATABASE_URL, schema })
+      stores.push(store)
+      return store
+    },
+    async cleanup() {
+      await Promise.all(stores.map((s) => s.close()))
+      const client = new pg.Client({ connectionString: TEST_DATABASE_URL })
+      await client.connect()
+      try {
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      } finally {
+        await client.end()
+      }
+    },
+  }
+}
+
+/** One fresh backend of each kind, for `for (const b of testBackends())` loops. */
+export function testBackends(): TestBackend[] {
+  return [sqliteTestBackend(), pgTestBackend()]
+}
+
+/** Every row of every table of the backend, for "nothing secret is stored" checks. */
+export async function dumpAllTables(store: Store): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {}
+  if (store.backend.kind === 'sqlite') {
+    const { db } = store.backend
+    const tables = db
+      .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+      .all()
+    for (const { name } of tables) out[name] = db.prepare(`SELECT * FROM "${name}"`).all()
+    return out
+  }
+  const { pool } = store.backend
+  const { rows } = await pool.query<{ table_name: string }>(
+    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+  )
+  for (const { table_name } of rows) out[table_name] = (await pool.query(`SELECT * FROM "${table_name}"`)).rows
+  return out
+}
