@@ -1,0 +1,97 @@
+// Turns a model's `pricing` block (decimal strings) into exact integer rates at boot.
+//
+// A rate is `numerator / per` nano-units per billed unit. Every price of one list refers to the
+// same `per` units (gateway.yaml: "prices are decimal strings in the account currency per `per`
+// units"): `{ unit: token, input: "2.50", per: 1000000 }` is 2_500_000_000 / 1_000_000 nano-units
+// per token; `{ unit: image, unit_price: "0.04" }` is 40_000_000 / 1 per image. A list that has
+// token prices must state `per` (a forgotten `per` would bill per single token); lists without
+// token prices default it to 1. Note that an image list carrying token prices shares that `per`
+// with its unit_price.
+import type { PriceConfig } from '../config/types.js'
+import { isMoneyFormatError, parseMoney } from './money.js'
+
+export type PriceUnit = PriceConfig['unit']
+
+/** Exact rate: numerator nano-units per `per` billed units. */
+export interface Rate {
+  numerator: bigint
+  per: bigint
+}
+
+export interface CompiledPrice {
+  unit: PriceUnit
+  /** Per input token; token lists always, image lists optionally. */
+  input?: Rate
+  /** Per output token; token lists always, image lists optionally. */
+  output?: Rate
+  /** Per cached input token; falls back to `input` when absent. */
+  cachedInput?: Rate
+  /** Per image / second of audio / character / call / job. */
+  unitPrice?: Rate
+}
+
+const UNITS: readonly PriceUnit[] = ['token', 'image', 'audio_second', 'character', 'call', 'job']
+const TOKEN_FIELDS = ['input', 'output', 'cached_input'] as const
+
+type MoneyField = typeof TOKEN_FIELDS[number] | 'unit_price'
+
+/**
+ * Validates and compiles one price list. Throws a plain Error naming `where` (e.g.
+ * "models[3].pricing") and the field at fault; the config loader calls this at boot.
+ */
+export function compilePrice (p: PriceConfig, where = 'pricing'): CompiledPrice {
+  const fail = (field: string | null, message: string): never => {
+    throw new Error(`${where}${field ? `.${field}` : ''}: ${message}`)
+  }
+  if (p === null || typeof p !== 'object') fail(null, 'expected an object')
+  if (!UNITS.includes(p.unit)) fail('unit', `must be one of ${UNITS.join(', ')}, got ${JSON.stringify(p.unit)}`)
+
+  const money = (field: MoneyField): bigint | undefined => {
+    const raw: unknown = p[field]
+    if (raw === undefined) return undefined
+    if (typeof raw !== 'string') return fail(field, `must be a decimal string such as "0.04", got ${JSON.stringify(raw)}`)
+    try {
+      return parseMoney(raw)
+    } catch (err) {
+      return fail(field, isMoneyFormatError(err) ? err.message : String(err))
+    }
+  }
+  const input = money('input')
+  const output = money('output')
+  const cachedInput = money('cached_input')
+  const unitPrice = money('unit_price')
+  const hasTokenPrices = input !== undefined || output !== undefined || cachedInput !== undefined
+
+  let per = 1n
+  if (p.per !== undefined) {
+    if (typeof p.per !== 'number' || !Number.isSafeInteger(p.per) || p.per < 1) {
+      fail('per', `must be a positive integer, got ${JSON.stringify(p.per)}`)
+    }
+    per = BigInt(p.per)
+  } else if (hasTokenPrices) {
+    fail('per', 'is required with token prices (e.g. per: 1000000 for prices per million tokens)')
+  }
+
+  if (p.unit === 'token') {
+    if (input === undefined) fail('input', 'is required for unit token')
+    if (output === undefined) fail('output', 'is required for unit token')
+    if (unitPrice !== undefined) fail('unit_price', 'is not used by unit token; use input/output')
+  } else {
+    if (unitPrice === undefined) fail('unit_price', `is required for unit ${p.unit}`)
+    if (hasTokenPrices && p.unit !== 'image') {
+      const field = TOKEN_FIELDS.find((f) => p[f] !== undefined) ?? 'input'
+      fail(field, `token prices are only billed for units token and image, not ${p.unit}`)
+    }
+  }
+  if (cachedInput !== undefined && input === undefined) fail('cached_input', 'needs an input price')
+  if (cachedInput !== undefined && input !== undefined && cachedInput > input) {
+    fail('cached_input', 'must not exceed input (the worst-case hold counts every input token at the input price)')
+  }
+
+  const out: CompiledPrice = { unit: p.unit }
+  if (input !== undefined) out.input = { numerator: input, per }
+  if (output !== undefined) out.output = { numerator: output, per }
+  if (cachedInput !== undefined) out.cachedInput = { numerator: cachedInput, per }
+  if (unitPrice !== undefined) out.unitPrice = { numerator: unitPrice, per }
+  return out
+}

@@ -1,0 +1,114 @@
+// Cost of one request in nano-units.
+//
+// ROUNDING RULE: the exact rational total of the request — the sum over every billed quantity of
+// quantity × numerator / per — is computed first with integer arithmetic, and rounded UP once to a
+// whole nano-unit. Nothing is rounded per token, per image or per line item, so splitting a
+// request's usage differently never changes its price by more than that single rounding, and a
+// request is never charged less than its exact price.
+//
+// Billed quantities by unit:
+//   token         (input − cached) × input + cached × cached_input (input price when no cached
+//                 price) + output × output. inputTokens includes cachedInputTokens.
+//   image         images × unit_price, plus the token terms above for whichever of input/output/
+//                 cached_input the list also prices.
+//   audio_second  audioSeconds rounded UP to the next whole millisecond (the seconds value as
+//                 written in its shortest decimal form, so 2.5 → 2500 ms, 1.0001 → 1001 ms),
+//                 × unit_price / 1000.
+//   character     characters × unit_price.
+//   call          calls × unit_price.
+//   job           jobs × unit_price.
+// Costs are never negative: a negative, non-finite or (for counts) non-integer usage field, or
+// cachedInputTokens > inputTokens, is a programming error and throws a RangeError.
+import type { CompiledPrice, Rate } from './compile.js'
+import type { Usage } from './usage-types.js'
+
+const COUNT_FIELDS = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'images', 'characters', 'calls', 'jobs'] as const
+
+/** An exact non-negative fraction of nano-units. */
+interface Fraction { num: bigint; den: bigint }
+
+function count (usage: Usage, field: typeof COUNT_FIELDS[number]): bigint {
+  const v = usage[field]
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    throw new RangeError(`usage.${field} must be a non-negative integer, got ${String(v)}`)
+  }
+  return BigInt(v)
+}
+
+/** Whole milliseconds in `seconds`, rounded up; exact for the number's shortest decimal form. */
+export function billableMillis (seconds: number): bigint {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) {
+    throw new RangeError(`usage.audioSeconds must be a finite number ≥ 0, got ${String(seconds)}`)
+  }
+  const text = String(seconds)
+  if (/e-/.test(text)) return 1n // 0 < seconds < 1e-6
+  const m = /^(\d+)(?:\.(\d+))?$/.exec(text)
+  if (!m) throw new RangeError(`usage.audioSeconds is out of range: ${text}`)
+  const fraction = m[2] ?? ''
+  const millis = BigInt(m[1] ?? '0') * 1000n + BigInt(fraction.slice(0, 3).padEnd(3, '0'))
+  return /[1-9]/.test(fraction.slice(3)) ? millis + 1n : millis
+}
+
+function add (acc: Fraction, quantity: bigint, rate: Rate, scale = 1n): Fraction {
+  if (quantity === 0n || rate.numerator === 0n) return acc
+  const den = rate.per * scale
+  return { num: acc.num * den + quantity * rate.numerator * acc.den, den: acc.den * den }
+}
+
+function ceilDiv (num: bigint, den: bigint): bigint {
+  return (num + den - 1n) / den
+}
+
+function addTokens (acc: Fraction, price: CompiledPrice, usage: Usage): Fraction {
+  const input = count(usage, 'inputTokens')
+  const cached = count(usage, 'cachedInputTokens')
+  const output = count(usage, 'outputTokens')
+  if (cached > input) {
+    throw new RangeError(`usage.cachedInputTokens (${cached}) exceeds usage.inputTokens (${input})`)
+  }
+  let total = acc
+  if (price.input) {
+    total = add(total, input - cached, price.input)
+    total = add(total, cached, price.cachedInput ?? price.input)
+  }
+  if (price.output) total = add(total, output, price.output)
+  return total
+}
+
+function unitRate (price: CompiledPrice): Rate {
+  if (!price.unitPrice) throw new RangeError(`price list of unit ${price.unit} has no unit price`)
+  return price.unitPrice
+}
+
+/** Exact cost of `usage` under `price`, in nano-units, rounded up once (see the rule above). */
+export function costOf (price: CompiledPrice, usage: Usage): bigint {
+  for (const field of COUNT_FIELDS) count(usage, field)
+  const millis = billableMillis(usage.audioSeconds)
+  let total: Fraction = { num: 0n, den: 1n }
+  switch (price.unit) {
+    case 'token':
+      total = addTokens(total, price, usage)
+      break
+    case 'image':
+      total = add(total, count(usage, 'images'), unitRate(price))
+      total = addTokens(total, price, usage)
+      break
+    case 'audio_second':
+      total = add(total, millis, unitRate(price), 1000n)
+      break
+    case 'character':
+      total = add(total, count(usage, 'characters'), unitRate(price))
+      break
+    case 'call':
+      total = add(total, count(usage, 'calls'), unitRate(price))
+      break
+    case 'job':
+      total = add(total, count(usage, 'jobs'), unitRate(price))
+      break
+    default: {
+      const unit: never = price.unit
+      throw new RangeError(`unknown price unit ${String(unit)}`)
+    }
+  }
+  return ceilDiv(total.num, total.den)
+}

@@ -1,0 +1,131 @@
+// The usage a request is held for before it is sent: an upper bound on what the upstream can
+// bill for it, priced by the caller with costOf. Bounds, field by field:
+//
+// outputTokens  the largest of max_tokens / max_completion_tokens / max_output_tokens /
+//               generationConfig.maxOutputTokens (or generation_config.max_output_tokens) the body
+//               has, capped by the model's maxOutputTokens; the model's maxOutputTokens when the body
+//               has none, or DEFAULT_MAX_OUTPUT_TOKENS (4096) when the model declares none either.
+//               Multiplied by the number of generations asked for: images for image operations,
+//               otherwise `n` (chat choices) or generationConfig.candidateCount.
+// inputTokens   ceil(bodyBytes / 2), at least 1, capped by the model's contextTokens. Text tokens
+//               average 3–4 bytes and the JSON around a prompt adds bytes but no tokens, so half
+//               the body size covers ordinary prompts. It is a heuristic, not a proof: text cut
+//               into 1-byte tokens, or media given by URL (image_url, file_data), can exceed it.
+// images        `n`, `parameters.sampleCount` or generationConfig.candidateCount (the largest
+//               present; default 1), capped at MAX_IMAGES (10).
+// characters    Unicode code points of a string `input` (speech); otherwise the body size, since a
+//               code point is at least one byte.
+// audioSeconds  per uploaded file, its duration read from the WAV/MP3/FLAC header, else
+//               size / 1000 s (8 kbit/s, the lowest plausible bitrate; Opus or AMR below it would
+//               be under-held); the body size bound when there is no file.
+// calls, jobs   1.
+// Integer fields are clamped to Number.MAX_SAFE_INTEGER.
+import type { PriceConfig } from '../config/types.js'
+import { readAudioDuration, sizeBoundMillis } from './audio-duration.js'
+import type { Usage } from './usage-types.js'
+
+export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
+export const MAX_IMAGES = 10
+/** Input tokens are bounded by bodyBytes / BYTES_PER_TOKEN. */
+export const BYTES_PER_TOKEN = 2
+
+export interface WorstCaseFile {
+  field: string
+  size: number
+  /** First bytes of the file (the multipart summary keeps 64 KiB). */
+  head: Buffer
+  mimeType: string
+}
+
+export interface WorstCaseInput {
+  operation: string
+  model: { pricing: PriceConfig; maxOutputTokens?: number; contextTokens?: number }
+  json?: Record<string, unknown>
+  multipart?: { fields: Record<string, string>; files: WorstCaseFile[] }
+  /** Size of the whole request body in bytes. */
+  bodyBytes: number
+}
+
+/** Operations whose generations are images, so `n` counts images and scales output tokens. */
+export const IMAGE_OPERATIONS: ReadonlySet<string> = new Set([
+  'images.generations', 'images.edits', 'genai.generateImages', 'genai.editImage', 'genai.upscaleImage'
+])
+
+const MAX_TOKEN_PATHS = [['max_tokens'], ['max_completion_tokens'], ['max_output_tokens'],
+  ['generationConfig', 'maxOutputTokens'], ['generation_config', 'max_output_tokens']]
+const IMAGE_COUNT_PATHS = [['n'], ['parameters', 'sampleCount'], ['generationConfig', 'candidateCount'], ['generation_config', 'candidate_count']]
+const CHOICE_PATHS = [['n'], ['generationConfig', 'candidateCount'], ['generation_config', 'candidate_count']]
+
+/** A positive safe integer, from a JSON number or a multipart field of digits; else undefined. */
+function positiveInt (v: unknown): number | undefined {
+  const n = typeof v === 'string' && /^\d{1,15}$/.test(v) ? Number(v) : v
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : undefined
+}
+
+function valueAt (input: WorstCaseInput, path: string[]): unknown {
+  const [first, ...rest] = path
+  if (first === undefined) return undefined
+  let v: unknown = input.json?.[first] ?? (rest.length === 0 ? input.multipart?.fields[first] : undefined)
+  for (const key of rest) v = v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined
+  return v
+}
+
+/** The largest valid positive integer among `paths`, or undefined when none is given. */
+function largest (input: WorstCaseInput, paths: string[][]): number | undefined {
+  let best: number | undefined
+  for (const path of paths) {
+    const v = positiveInt(valueAt(input, path))
+    if (v !== undefined && (best === undefined || v > best)) best = v
+  }
+  return best
+}
+
+const clamp = (n: number): number => Math.min(n, Number.MAX_SAFE_INTEGER)
+
+/** Output tokens of one generation: the body's limit capped by the model's, or the model's, or 4096. */
+export function outputTokensPerGeneration (input: WorstCaseInput): number {
+  const cap = positiveInt(input.model.maxOutputTokens)
+  const asked = largest(input, MAX_TOKEN_PATHS)
+  if (asked === undefined) return cap ?? DEFAULT_MAX_OUTPUT_TOKENS
+  return cap === undefined ? asked : Math.min(asked, cap)
+}
+
+/** Worst-case usage of a request before it is sent; price it with costOf. */
+export function worstCaseUsage (input: WorstCaseInput): Usage {
+  const { bodyBytes } = input
+  if (!Number.isSafeInteger(bodyBytes) || bodyBytes < 0) throw new RangeError(`bodyBytes must be a non-negative integer, got ${bodyBytes}`)
+
+  const images = Math.min(largest(input, IMAGE_COUNT_PATHS) ?? 1, MAX_IMAGES)
+  const generations = IMAGE_OPERATIONS.has(input.operation) ? images : (largest(input, CHOICE_PATHS) ?? 1)
+  const outputTokens = clamp(outputTokensPerGeneration(input) * generations)
+
+  const context = positiveInt(input.model.contextTokens)
+  const byBytes = Math.max(1, Math.ceil(bodyBytes / BYTES_PER_TOKEN))
+  const inputTokens = context === undefined ? byBytes : Math.min(byBytes, context)
+
+  const text = input.json?.input
+  const characters = typeof text === 'string' ? countCodePoints(text) : bodyBytes
+
+  const files = input.multipart?.files ?? []
+  const millis = files.length > 0
+    ? files.reduce((sum, f) => sum + readAudioDuration(f.head, f.size).millis, 0)
+    : sizeBoundMillis(bodyBytes)
+
+  return {
+    inputTokens,
+    outputTokens,
+    cachedInputTokens: 0,
+    images,
+    audioSeconds: millis / 1000,
+    characters,
+    calls: 1,
+    jobs: 1,
+    reported: false
+  }
+}
+
+function countCodePoints (s: string): number {
+  let n = 0
+  for (const _ of s) n++
+  return n
+}
