@@ -5,7 +5,7 @@ import { mp3FrameAt, readAudioDuration } from '../plugins/pricing/audio-duration
 import { compilePrice } from '../plugins/pricing/compile.js'
 import { costOf } from '../plugins/pricing/cost.js'
 import type { Usage } from '../plugins/pricing/usage-types.js'
-import { DEFAULT_MAX_OUTPUT_TOKENS, type WorstCaseInput, worstCaseUsage } from '../plugins/pricing/worst-case.js'
+import { BYTES_PER_TOKEN, DEFAULT_MAX_OUTPUT_TOKENS, type WorstCaseInput, worstCaseUsage } from '../plugins/pricing/worst-case.js'
 
 const TOKEN: PriceConfig = { unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000 }
 const HEAD = 64 * 1024
@@ -92,11 +92,11 @@ t.test('missing or invalid max tokens fall back to the model, then to 4096', asy
   t.equal(worstCaseUsage(jsonRequest('chat.completions', { max_tokens: 50000 }, { pricing: TOKEN })).outputTokens, 50000, 'no model cap')
 })
 
-t.test('input tokens: half the body bytes, at least 1, capped by the context window', async (t) => {
+t.test('input tokens: one per body byte, at least 1, capped by the context window', async (t) => {
   const body = { model: 'm', messages: [{ role: 'user', content: 'héllo ✓' }] }
   const bytes = Buffer.byteLength(JSON.stringify(body))
-  t.equal(worstCaseUsage(jsonRequest('chat.completions', body)).inputTokens, Math.ceil(bytes / 2))
-  t.equal(worstCaseUsage({ operation: 'chat.completions', model: { pricing: TOKEN }, json: {}, bodyBytes: 7 }).inputTokens, 4)
+  t.equal(worstCaseUsage(jsonRequest('chat.completions', body)).inputTokens, Math.ceil(bytes / BYTES_PER_TOKEN))
+  t.equal(worstCaseUsage({ operation: 'chat.completions', model: { pricing: TOKEN }, json: {}, bodyBytes: 7 }).inputTokens, 7)
   t.equal(worstCaseUsage({ operation: 'chat.completions', model: { pricing: TOKEN }, bodyBytes: 0 }).inputTokens, 1)
   t.equal(worstCaseUsage({ operation: 'chat.completions', model: { pricing: TOKEN, contextTokens: 1000 }, bodyBytes: 1_000_000 }).inputTokens, 1000)
   t.throws(() => worstCaseUsage({ operation: 'x', model: { pricing: TOKEN }, bodyBytes: -1 }), RangeError)
@@ -201,7 +201,7 @@ t.test('property: worst-case cost ≥ actual cost for any usage within the decla
       const perGeneration = maxTokens === undefined ? (modelMax ?? 4096) : Math.min(maxTokens, modelMax ?? Infinity)
       const images = Math.min(n ?? 1, 10)
       const generations = operation.includes('mage') ? images : (n ?? 1)
-      const inputLimit = Math.min(Math.max(1, Math.ceil(req.bodyBytes / 2)), context ?? Infinity)
+      const inputLimit = Math.min(Math.max(1, Math.ceil(req.bodyBytes / BYTES_PER_TOKEN)), context ?? Infinity)
       const audioMillis = Math.ceil(audio.length * 8 / 16)
       const input = Math.floor(share.input * inputLimit)
       const actual: Usage = {

@@ -7,10 +7,9 @@
 //               has none, or DEFAULT_MAX_OUTPUT_TOKENS (4096) when the model declares none either.
 //               Multiplied by the number of generations asked for: images for image operations,
 //               otherwise `n` (chat choices) or generationConfig.candidateCount.
-// inputTokens   ceil(bodyBytes / 2), at least 1, capped by the model's contextTokens. Text tokens
-//               average 3–4 bytes and the JSON around a prompt adds bytes but no tokens, so half
-//               the body size covers ordinary prompts. It is a heuristic, not a proof: text cut
-//               into 1-byte tokens, or media given by URL (image_url, file_data), can exceed it.
+// inputTokens   bodyBytes (one token per byte), at least 1, capped by the model's contextTokens.
+//               Every text token is at least one byte of the body, so text can never exceed it;
+//               media given by URL (image_url, file_data) can, and is then billed past the hold.
 // images        `n`, `parameters.sampleCount` or generationConfig.candidateCount (the largest
 //               present; default 1), capped at MAX_IMAGES (10).
 // characters    Unicode code points of a string `input` (speech); otherwise the body size, since a
@@ -26,8 +25,8 @@ import type { Usage } from './usage-types.js'
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
 export const MAX_IMAGES = 10
-/** Input tokens are bounded by bodyBytes / BYTES_PER_TOKEN. */
-export const BYTES_PER_TOKEN = 2
+/** Input tokens are bounded by bodyBytes / BYTES_PER_TOKEN: a token is at least one byte of the body, so this bound can only over-hold. */
+export const BYTES_PER_TOKEN = 1
 
 export interface WorstCaseFile {
   field: string
