@@ -4,6 +4,7 @@ import { LocalInvalidationBus } from '../keys/invalidation-bus.js'
 import type { InvalidationBus } from '../keys/invalidation-bus.js'
 import type { RandomBytes } from '../keys/key-format.js'
 import { resolveServerSecret } from '../keys/server-secret.js'
+import { lookupHash } from '../keys/key-crypto.js'
 import { type Clock, type IdSource, randomIds, systemClock } from './clock.js'
 import type { StoreContext } from './context.js'
 import { openPg } from './pg/pg-store.js'
@@ -72,6 +73,7 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
     bus,
     backend: parts.backend,
     secretGenerated: resolved.generated,
+    hashKey: (plaintext) => lookupHash(resolved.secret, plaintext),
     async close() {
       if (closed) return
       closed = true

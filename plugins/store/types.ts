@@ -116,5 +116,7 @@ export interface Store {
   readonly backend: StoreBackend
   /** True when the server secret was auto-created or read from `<dataDir>/gateway.secret`. */
   readonly secretGenerated: boolean
+  /** HMAC-SHA256 lookup hash of a plaintext key under this store's server secret. */
+  hashKey(plaintext: string): string
   close(): Promise<void>
 }

@@ -1,5 +1,6 @@
 // Validation of API key settings as they arrive from the admin or console API
 // (snake_case JSON). Pure: tiers, models and "now" come in through the context.
+import { MONEY_SCALE } from '../pricing/money.js'
 import type { KeyFields, KeyPatch } from './types.js'
 
 export interface KeyInputContext {
@@ -23,8 +24,8 @@ export type KeyInputResult<T> = { ok: true; value: T } | ({ ok: false } & KeyInp
 
 export type NewKeyFields = Partial<KeyFields> & Pick<KeyFields, 'name'>
 
-/** Money in the API is a decimal string in account currency; inside it is minor units (micro-units by default). */
-export const DEFAULT_MINOR_UNIT_DIGITS = 6
+/** Money in the API is a decimal string in account currency; inside it is nano-units (see plugins/pricing/money.ts). */
+export const DEFAULT_MINOR_UNIT_DIGITS = MONEY_SCALE
 
 export const KEY_INPUT_FIELDS = [
   'name', 'expires_at', 'allowed_models', 'active', 'timezone', 'quota', 'daily_spend_cap',
