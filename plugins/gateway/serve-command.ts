@@ -1,5 +1,6 @@
 import { ConfigError, formatProblem, loadConfig } from '../config/index.js'
 import { buildServer } from './server.js'
+import { openServices, serviceEnvFromProcess } from './services.js'
 
 export const SERVE_USAGE = 'serve [file]   start the gateway (config: $GATEWAY_CONFIG or ./gateway.yaml; PORT and HOST override it)'
 
@@ -17,7 +18,9 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     }
     throw err
   }
-  const app = await buildServer({ config: loaded.config })
+  const services = await openServices({ ...serviceEnvFromProcess(), defaultTier: loaded.config.limits.default_tier })
+  const app = await buildServer({ config: loaded.config, services })
+  app.addHook('onClose', async () => { await services.close() })
   const { port, host } = loaded.config.server
   await app.listen({ port, host })
   app.log.info({ config: file, hash: loaded.hash.slice(0, 12) }, 'model gateway ready')

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
+import { authStage, modelAccessStage } from '../auth/auth-stage.js'
 import { modelGateway, type GatewayOptions } from './index.js'
+import type { GatewayServices } from './services.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
 export const REDACTED_PATHS = [
@@ -11,6 +13,8 @@ export const REDACTED_PATHS = [
 
 export interface ServerOptions extends Omit<GatewayOptions, 'config'> {
   config: GatewayConfig
+  /** Store and key cache; the caller owns them (closes them after the server). */
+  services: GatewayServices
   logger?: FastifyServerOptions['logger']
 }
 
@@ -31,6 +35,15 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   })
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/readyz', async () => ({ status: 'ready' }))
-  await app.register(modelGateway, opts)
+  const { services, logger: _logger, ...gatewayOptions } = opts
+  if (services.store.secretGenerated) {
+    app.log.warn('GATEWAY_SECRET is not set: using the generated secret in the data directory (embedded dev mode only)')
+  }
+  const stages = [
+    authStage({ config: opts.config.auth, store: services.store, cache: services.keyCache, clock: services.clock }),
+    modelAccessStage,
+    ...(opts.stages ?? [])
+  ]
+  await app.register(modelGateway, { ...gatewayOptions, stages })
   return app
 }

@@ -1,18 +1,38 @@
 // Starts the real gateway (default gateway.yaml or a given file) in front of a mock upstream
-// on port 0, for tests. Nothing here stands in for gateway code.
+// on port 0, on a real store (temporary SQLite directory, or a private PostgreSQL schema),
+// with one seeded account and key. Nothing here stands in for gateway code.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
 import { loadConfig } from '../../plugins/config/index.js'
 import type { GatewayConfig } from '../../plugins/config/types.js'
 import { buildServer, type ServerOptions } from '../../plugins/gateway/server.js'
+import { openServices, type GatewayServices, type ServiceEnv } from '../../plugins/gateway/services.js'
+import { randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from '../../plugins/store/testing.js'
+import type { Account } from '../../plugins/store/types.js'
 import { startMockUpstream, type MockUpstream } from '../fixtures/mock-upstream.js'
+
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 export interface TestGateway {
   url: string
   app: FastifyInstance
   mock: MockUpstream
   config: GatewayConfig
+  services: GatewayServices
+  /** The SQLite directory or PostgreSQL schema of the store (pass it as `location` to share it). */
+  location: string
+  account: Account
+  /** Plaintext of the seeded key (no restrictions). */
+  key: string
+  /** `Authorization: Bearer <key>` */
+  auth: Record<string, string>
   close (): Promise<void>
 }
+
+export type Backend = 'sqlite' | 'pg'
 
 export interface TestGatewayOptions {
   /** Config file; default the repository's gateway.yaml. */
@@ -21,7 +41,16 @@ export interface TestGatewayOptions {
   env?: Record<string, string>
   /** Reuse a running mock (several gateway instances on one upstream). */
   mock?: MockUpstream
-  server?: Omit<Partial<ServerOptions>, 'config'>
+  /** Store backend (default sqlite in a temporary directory). */
+  backend?: Backend
+  /** Share a store location with another instance: the PostgreSQL schema or SQLite directory. */
+  location?: string
+  /** Redis invalidation bus on this channel (many-instance setup). */
+  redisChannel?: string
+  services?: Partial<ServiceEnv>
+  server?: Omit<Partial<ServerOptions>, 'config' | 'services'>
+  /** Seed an account and key (default true). */
+  seed?: boolean
 }
 
 export const REPO_CONFIG = new URL('../../gateway.yaml', import.meta.url).pathname
@@ -39,23 +68,61 @@ export function mockEnv (mockUrl: string): Record<string, string> {
   }
 }
 
+export async function dropSchema (schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL })
+  await client.connect()
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  } finally {
+    await client.end()
+  }
+}
+
 export async function startTestGateway (opts: TestGatewayOptions = {}): Promise<TestGateway> {
   const ownMock = opts.mock === undefined
   const mock = opts.mock ?? await startMockUpstream()
   const env = { ...process.env, ...mockEnv(mock.url), PORT: '0', HOST: '127.0.0.1', ...(opts.env ?? {}) }
   const { config } = loadConfig(opts.configFile ?? REPO_CONFIG, env)
-  const app = await buildServer({ logger: false, ...(opts.server ?? {}), config })
+  const backend = opts.backend ?? 'sqlite'
+  const ownLocation = opts.location === undefined
+  const location = opts.location ?? (backend === 'pg' ? randomSchemaName() : mkdtempSync(join(tmpdir(), 'gw-test-')))
+  const services = await openServices({
+    secret: TEST_SECRET,
+    defaultTier: config.limits.default_tier,
+    ...(backend === 'pg' ? { databaseUrl: TEST_DATABASE_URL, schema: location } : { dataDir: location }),
+    ...(opts.redisChannel ? { redisUrl: TEST_REDIS_URL, channel: opts.redisChannel } : {}),
+    ...(opts.services ?? {})
+  })
+  const app = await buildServer({ logger: false, ...(opts.server ?? {}), config, services })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()
   if (address === null || typeof address === 'string') throw new Error('gateway did not bind a TCP port')
+  let account: Account | undefined
+  let key = ''
+  if (opts.seed !== false) {
+    account = await services.store.accounts.create({ name: 'test account' })
+    const created = await services.store.keys.create({ accountId: account.id, name: 'test key' })
+    if (!created.ok) throw new Error(`seeding the test key failed: ${created.error}`)
+    key = created.value.plaintext
+  }
   return {
     url: `http://127.0.0.1:${address.port}`,
     app,
     mock,
     config,
+    services,
+    location,
+    account: account as Account,
+    key,
+    auth: { authorization: `Bearer ${key}` },
     async close () {
       await app.close()
+      await services.close()
       if (ownMock) await mock.close()
+      if (ownLocation) {
+        if (backend === 'pg') await dropSchema(location)
+        else rmSync(location, { recursive: true, force: true })
+      }
     }
   }
 }

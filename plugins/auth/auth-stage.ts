@@ -1,0 +1,64 @@
+import type { AuthConfig } from '../config/types.js'
+import { gatewayError } from '../errors/index.js'
+import type { RequestContext } from '../gateway/context.js'
+import type { Stage } from '../gateway/stages.js'
+import { hasValidChecksum, keyKind } from '../keys/key-format.js'
+import type { CachedKey, KeyCache } from '../keys/key-cache.js'
+import type { Clock } from '../store/clock.js'
+import type { Store } from '../store/types.js'
+import { compileKeyHeaders, extractKey } from './key-headers.js'
+
+const AUTH_SLOT = 'auth'
+
+/** The authenticated key and account of a request (set by the auth stage). */
+export function authOf (ctx: RequestContext): CachedKey | undefined {
+  return ctx.slots.get(AUTH_SLOT) as CachedKey | undefined
+}
+
+export interface AuthStageDeps {
+  config: AuthConfig
+  store: Store
+  cache: KeyCache
+  clock: Clock
+}
+
+/** Key headers → key record (cached, no database round trip on the hot path) → key and account state. */
+export function authStage (deps: AuthStageDeps): Stage {
+  const rules = compileKeyHeaders(deps.config.headers)
+  const load = async (hash: string): Promise<CachedKey | null> => {
+    const key = await deps.store.keys.findByLookupHash(hash)
+    if (!key) return null
+    const account = await deps.store.accounts.get(key.accountId)
+    return account ? { key, account } : null
+  }
+  return {
+    name: 'auth',
+    priority: 200,
+    async run (ctx, req) {
+      const extracted = extractKey(req.raw.rawHeaders, rules)
+      if (!extracted.ok) throw gatewayError(extracted.code)
+      const plaintext = extracted.key
+      const kind = keyKind(plaintext)
+      // A malformed or mistyped key is refused without touching the database.
+      if (kind === null || (kind === 'sk' && !hasValidChecksum(plaintext))) throw gatewayError('AUTH_INVALID_API_KEY')
+      const found = await deps.cache.getOrLoad(deps.store.hashKey(plaintext), load)
+      if (!found || found.key.revokedAt !== null) throw gatewayError('AUTH_INVALID_API_KEY')
+      if (!found.key.active) throw gatewayError('AUTH_API_KEY_INACTIVE')
+      if (found.key.expiresAt !== null && deps.clock.now().getTime() >= found.key.expiresAt.getTime()) throw gatewayError('AUTH_API_KEY_EXPIRED')
+      if (found.account.status !== 'active') throw gatewayError('AUTH_ACCOUNT_SUSPENDED')
+      ctx.slots.set(AUTH_SLOT, found)
+    }
+  }
+}
+
+/** The key's allowed-models list, checked for the requested model and again for every fallback. */
+export const modelAccessStage: Stage = {
+  name: 'model-access',
+  priority: 350,
+  perModel: true,
+  run (ctx) {
+    const auth = authOf(ctx)
+    const allowed = auth?.key.allowedModels
+    if (ctx.model && allowed && !allowed.includes(ctx.model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model' })
+  }
+}
