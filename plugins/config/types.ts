@@ -151,6 +151,14 @@ export interface ErrorsConfig {
   catalogue: ErrorEntryConfig[]
 }
 
+export interface WalletConfig {
+  /** Lowest available balance a hold may leave (decimal string). */
+  floor: string
+  hold_ttl_ms: number
+  job_hold_ttl_ms: number
+  reaper_interval_ms: number
+}
+
 export interface GatewayConfig {
   server: ServerConfig
   families: Record<FamilyName, FamilyConfig>
@@ -160,5 +168,6 @@ export interface GatewayConfig {
   pools: Record<string, PoolMember[]>
   models: ModelConfig[]
   limits: LimitsConfig
+  wallet: WalletConfig
   errors: ErrorsConfig
 }
