@@ -2,6 +2,7 @@
 // entries, fallback graphs. Pure: config in, problems (with config paths) out; the loader
 // turns paths into YAML lines. Written to tolerate a config that failed the schema, since
 // the loader still runs it then to report every problem at once.
+import { compilePrice } from '../pricing/compile.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
 import { formatPath, type PathProblem, type PathSegment } from './problem.js'
 
@@ -93,8 +94,16 @@ function checkPricing (model: ModelConfig, i: number): CrossProblem[] {
   if (pricing === undefined || pricing === null || typeof pricing !== 'object') return []
   const needed = pricing.unit === 'token' ? ['input', 'output', 'per'] as const : ['unit_price'] as const
   const missing = needed.filter((k) => pricing[k] === undefined)
-  if (missing.length === 0) return []
-  return [{ path: ['models', i, 'pricing'], message: `${pricing.unit} pricing needs ${missing.join(', ')}` }]
+  if (missing.length > 0) return [{ path: ['models', i, 'pricing'], message: `${pricing.unit} pricing needs ${missing.join(', ')}` }]
+  // The loader compiles prices to exact integer rates at boot; whatever it refuses is reported here.
+  try {
+    compilePrice(pricing, 'pricing')
+    return []
+  } catch (err) {
+    const text = err instanceof Error ? err.message : String(err)
+    const m = /^pricing(?:\.([a-z_]+))?: (.*)$/s.exec(text)
+    return [{ path: m?.[1] ? ['models', i, 'pricing', m[1]] : ['models', i, 'pricing'], message: m?.[2] ?? text }]
+  }
 }
 
 function checkFallbacks (config: GatewayConfig): CrossProblem[] {

@@ -1,7 +1,7 @@
 // Reads the root file and its `include:` files into one merged object, keeping each
 // file's YAML document so any config path can be traced back to a line and column.
 import { readFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
 import { expandDocumentEnv, type Env } from './expand-env.js'
 import { formatPath, type ConfigProblem, type PathProblem, type PathSegment } from './problem.js'
@@ -98,7 +98,7 @@ function readIncludes (sources: Sources, source: SourceFile, include: unknown, e
       sources.problems.push(locate(source, { path: ['include', index], message: 'an include entry must be a file path' }))
       return
     }
-    const file = join(dirname(source.file), entry)
+    const file = isAbsolute(entry) ? entry : join(dirname(source.file), entry)
     const absolute = resolve(file)
     if (chain.includes(absolute)) {
       const cycle = [...chain.slice(chain.indexOf(absolute)), absolute].map((f) => displayName(sources, f))

@@ -1,5 +1,6 @@
 import type { GatewayConfig, ModelConfig, ModelStatus, PriceConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
+import { compilePrice, type CompiledPrice } from '../pricing/compile.js'
 
 export interface CompiledModel {
   readonly id: string
@@ -11,6 +12,8 @@ export interface CompiledModel {
   readonly capabilities: ReadonlySet<string>
   readonly fallbacks: readonly string[]
   readonly pricing: PriceConfig
+  /** Exact integer rates compiled from the decimal prices at boot. */
+  readonly price: CompiledPrice
   readonly maxOutputTokens: number | undefined
   readonly requiresTopup: boolean
   readonly config: ModelConfig
@@ -25,7 +28,7 @@ export interface ModelCatalogue {
 
 export function compileModels (config: GatewayConfig): ModelCatalogue {
   const byId = new Map<string, CompiledModel>()
-  for (const m of config.models) {
+  config.models.forEach((m, i) => {
     byId.set(m.id, Object.freeze({
       id: m.id,
       status: m.status,
@@ -35,11 +38,12 @@ export function compileModels (config: GatewayConfig): ModelCatalogue {
       capabilities: new Set(m.capabilities ?? []),
       fallbacks: Object.freeze([...(m.fallbacks ?? [])]),
       pricing: m.pricing,
+      price: compilePrice(m.pricing, `models[${i}].pricing`),
       maxOutputTokens: m.max_output_tokens,
       requiresTopup: m.requires_topup === true,
       config: m
     }))
-  }
+  })
   const all = Object.freeze([...byId.values()])
   return {
     get: (id) => byId.get(id),
