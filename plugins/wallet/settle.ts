@@ -1,0 +1,54 @@
+import type { BillingStatus } from '../errors/index.js'
+import type { Outcome, RequestContext } from '../gateway/context.js'
+import { costOf } from '../pricing/cost.js'
+import type { Usage } from '../pricing/usage-types.js'
+import type { LedgerStore } from '../store/ledger/types.js'
+import { holdOf, JOB_OPERATIONS } from './wallet-stage.js'
+
+export interface Settled {
+  billing: BillingStatus
+  cost: bigint | null
+  held: bigint | null
+  holdId: string | null
+  postingId: string | null
+  capped: boolean
+}
+
+const NOTHING: Settled = { billing: 'NOT_BILLED', cost: null, held: null, holdId: null, postingId: null, capped: false }
+
+/** What the request costs at the price of the model that answered, or 0 when nothing was produced. */
+export function chargeFor (outcome: Outcome, usage: Usage | null): bigint {
+  if (!outcome.answeredModel || !usage) return 0n
+  return costOf(outcome.answeredModel.price, usage)
+}
+
+/** Billing status of a request's end, decided before the ledger write so error frames can carry it. */
+export function billingStatusFor (ctx: RequestContext, outcome: Outcome, usage: Usage | null): BillingStatus {
+  const hold = holdOf(ctx)
+  if (!hold) return 'NOT_BILLED'
+  if (outcome.kind === 'refused' || outcome.kind === 'upstream_error') return 'NOT_BILLED'
+  if (outcome.httpStatus >= 400) return 'NOT_BILLED'
+  if (JOB_OPERATIONS.has(ctx.plan.operation)) return 'PENDING'
+  return chargeFor(outcome, usage) > 0n ? 'BILLED' : 'NOT_BILLED'
+}
+
+/**
+ * Posts what the upstream produced (never more than was held) and releases the rest, exactly
+ * once per request. Refused requests, upstream errors and upstream 4xx answers release the
+ * whole hold. An accepted job keeps its hold until the job ends.
+ */
+export async function settle (ledger: LedgerStore, ctx: RequestContext, outcome: Outcome, usage: Usage | null): Promise<Settled> {
+  const hold = holdOf(ctx)
+  if (!hold || hold.closed) return NOTHING
+  const base = { held: hold.amount, holdId: hold.holdId }
+  const status = billingStatusFor(ctx, outcome, usage)
+  if (status === 'PENDING') return { ...base, billing: 'PENDING', cost: null, postingId: null, capped: false }
+  hold.closed = true
+  if (status === 'NOT_BILLED') {
+    await ledger.release(hold.holdId)
+    return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, capped: false }
+  }
+  const amount = chargeFor(outcome, usage)
+  const r = await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId })
+  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: `post:${hold.holdId}`, capped: r.capped }
+}
