@@ -68,10 +68,12 @@ export function imageUsage (facts: ImageFacts, input: MeterInput, perCall: boole
  */
 export function createImageMeter (input: MeterInput, perCall: boolean): Meter {
   let sseImages = 0
+  let sseEvents = 0
   let sseUsage: unknown
   const reader = createBodyReader({
     sse: true,
     onEvent: (e) => {
+      sseEvents++
       // Partial images are megabytes of base64 and bill nothing: only the final event is parsed.
       if (e.event !== null && !e.event.endsWith('.completed')) return
       const data = eventJson(e.data)
@@ -92,7 +94,7 @@ export function createImageMeter (input: MeterInput, perCall: boolean): Meter {
       if (scan && scan.root === 'object') {
         const captured = parseCaptured(scan.captured)
         facts = { images: scan.items, countReported: scan.complete, usage: captured.get('usage'), errored: isRecord(captured.get('error')) }
-      } else if (mode === 'sse') {
+      } else if (mode === 'sse' && sseEvents > 0) {
         facts = { images: sseImages, countReported: sseImages > 0, usage: sseUsage, errored: false }
       } else if (mode === 'unknown') {
         facts = { images: 0, countReported: false, usage: undefined, errored: false }
