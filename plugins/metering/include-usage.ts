@@ -5,7 +5,7 @@
 // reformat numbers (losing precision past 2^53) and whitespace of a body that is otherwise
 // forwarded untouched.
 
-import { hasEscapedKey, lastMember, objectLayout, skipSpace, splice } from './json-bytes.js'
+import { lastMember, objectLayout, skipSpace, splice } from './json-bytes.js'
 
 export { createUsageChunkFilter, isUsageOnlyEvent } from './usage-chunk-filter.js'
 
@@ -19,14 +19,14 @@ function bytesEqual (buf: Buffer, start: number, end: number, text: string): boo
 /**
  * The request body with `stream_options.include_usage` set to true, or null when nothing is to
  * be done: the client already asked, the body is not a streaming request (`"stream": true`), or
- * it cannot be edited safely (not a JSON object, malformed, `stream_options` not an object, keys
- * written with escapes). Only after a non-null result should the answer go through
+ * it cannot be edited safely (not a JSON object, malformed, `stream_options` not an object).
+ * Keys are matched as JSON.parse reads them, escapes included. Only after a non-null result should the answer go through
  * createUsageChunkFilter: a null means the client sees exactly what it asked for.
  */
 export function injectIncludeUsage (raw: Buffer): Buffer | null {
   const open = skipSpace(raw, 0)
   const top = objectLayout(raw, open)
-  if (!top || skipSpace(raw, top.close + 1) !== raw.length || hasEscapedKey(top)) return null
+  if (!top || skipSpace(raw, top.close + 1) !== raw.length) return null
   const stream = lastMember(top, 'stream')
   if (!stream || !bytesEqual(raw, stream.valueStart, stream.valueEnd, 'true')) return null
 
@@ -39,7 +39,7 @@ export function injectIncludeUsage (raw: Buffer): Buffer | null {
     return splice(raw, options.valueStart, options.valueEnd, `{${INCLUDE_USAGE}}`)
   }
   const inner = objectLayout(raw, options.valueStart)
-  if (!inner || hasEscapedKey(inner)) return null
+  if (!inner) return null
   const include = lastMember(inner, 'include_usage')
   if (!include) {
     const at = options.valueStart + 1

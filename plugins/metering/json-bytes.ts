@@ -96,18 +96,24 @@ export function objectLayout (buf: Buffer, open: number): ObjectLayout | null {
   }
 }
 
+/** A member's key as JSON.parse reads it (escapes decoded), or null when it is malformed. */
+export function keyName (key: Buffer): string | null {
+  if (!key.includes(BACKSLASH)) return key.toString('utf8')
+  try {
+    const name: unknown = JSON.parse(`"${key.toString('utf8')}"`)
+    return typeof name === 'string' ? name : null
+  } catch {
+    return null
+  }
+}
+
 /** The last member named `name` (JSON.parse keeps the last of duplicate keys). */
 export function lastMember (layout: ObjectLayout, name: string): Member | undefined {
   for (let i = layout.members.length - 1; i >= 0; i--) {
     const m = layout.members[i]
-    if (m && m.key.length === name.length && m.key.toString('latin1') === name) return m
+    if (m && keyName(m.key) === name) return m
   }
   return undefined
-}
-
-/** Whether any key is written with an escape, so that its bytes may not say its name. */
-export function hasEscapedKey (layout: ObjectLayout): boolean {
-  return layout.members.some((m) => m.key.includes(BACKSLASH))
 }
 
 export function splice (buf: Buffer, start: number, end: number, insert: string): Buffer {
