@@ -1,0 +1,36 @@
+import type { PriceConfig } from '../config/types.js'
+import type { Usage } from './usage.js'
+
+/** What the gateway knows from the request itself. */
+export interface RequestFacts {
+  /** The parsed JSON body. */
+  json?: Record<string, unknown>
+  /** Text fields of a multipart body. */
+  multipartFields?: Record<string, string>
+  /** Seconds of uploaded audio, when the upload's header told. */
+  audioSeconds?: number
+  /** Characters of prompt text, when the gateway counted them; else they are counted from `json`. */
+  inputChars?: number
+}
+
+export interface MeterInput {
+  /** The route's operation name from gateway.yaml (`chat.completions`, `genai.generateImages`, ...). */
+  operation: string
+  /** Whether the answer was relayed as server-sent events (a hint; the body's first bytes decide). */
+  sse: boolean
+  request: RequestFacts
+  /** The upstream's HTTP status; a non-2xx answer produced nothing billable. Assumed 2xx when absent. */
+  status?: number
+  /** The answering model's billing unit, when known; it only decides the `reported` label of speech. */
+  unit?: PriceConfig['unit']
+}
+
+/** Sees the upstream's response bytes as they pass and tells the usage at the end. */
+export interface Meter {
+  /** Safe to pass as a bare callback (`body.on('data', meter.onChunk)`); never throws. */
+  onChunk (chunk: Buffer): void
+  /** The usage; never throws, and returns the same answer when called again. */
+  finish (): Usage
+  /** The upstream job id of a job-creating answer, once finish() has run. */
+  readonly jobId?: string | undefined
+}

@@ -1,0 +1,177 @@
+// Where each token-billed wire format reports its usage and carries its generated text, as
+// small pure functions. A dialect reads one whole JSON answer (its captured top-level values)
+// or one SSE event at a time; it never decides what the numbers are worth (see usage.ts).
+
+import { isRecord } from './body-reader.js'
+import { codePoints } from './request-text.js'
+import { tokenSum, type RawUsage, type UsageField } from './usage.js'
+
+export type MutableRawUsage = { [K in UsageField]?: unknown }
+
+/** What a stream has said so far. */
+export interface StreamState {
+  usage: MutableRawUsage | undefined
+  /** Characters of generated text seen (the output estimate when no usage comes). */
+  textChars: number
+}
+
+export interface TokenDialect {
+  /** Top-level keys of a JSON answer that hold its usage. */
+  readonly capture: ReadonlySet<string>
+  /** Keys whose string values in a JSON answer are generated text. */
+  readonly textKeys: ReadonlySet<string>
+  /** The usage of a whole JSON answer, from its captured top-level values. */
+  json (captured: ReadonlyMap<string, unknown>): RawUsage | undefined
+  /** Reads one SSE event whose data is a JSON object. */
+  event (name: string | null, data: Record<string, unknown>, state: StreamState): void
+}
+
+function field (v: unknown, key: string): unknown {
+  return isRecord(v) ? v[key] : undefined
+}
+
+function strLen (v: unknown): number {
+  return typeof v === 'string' ? codePoints(v) : 0
+}
+
+/** `usage` of chat.completions: prompt_tokens include the cached ones. */
+export function chatUsage (u: unknown): RawUsage | undefined {
+  if (!isRecord(u)) return undefined
+  return {
+    inputTokens: u.prompt_tokens,
+    outputTokens: u.completion_tokens,
+    cachedInputTokens: field(u.prompt_tokens_details, 'cached_tokens')
+  }
+}
+
+/** `usage` of responses (and of token-billed images and transcriptions). */
+export function responsesUsage (u: unknown): RawUsage | undefined {
+  if (!isRecord(u)) return undefined
+  return {
+    inputTokens: u.input_tokens,
+    outputTokens: u.output_tokens,
+    cachedInputTokens: field(u.input_tokens_details, 'cached_tokens')
+  }
+}
+
+/**
+ * `usage` of messages. Its input_tokens exclude cache reads and writes, which are input too;
+ * cache writes are billed at the plain input rate (the catalogue has no cache-write price).
+ */
+export function messagesInput (u: Record<string, unknown>): MutableRawUsage {
+  return {
+    inputTokens: tokenSum(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens),
+    cachedInputTokens: u.cache_read_input_tokens
+  }
+}
+
+export function messagesUsage (u: unknown): RawUsage | undefined {
+  if (!isRecord(u)) return undefined
+  return { ...messagesInput(u), outputTokens: u.output_tokens }
+}
+
+/**
+ * `usageMetadata` of generateContent. promptTokenCount includes cached content; thinking
+ * tokens are billed as output. Zero counts are omitted on the wire, so only the prompt count
+ * is required.
+ */
+export function genaiUsage (u: unknown): RawUsage | undefined {
+  if (!isRecord(u)) return undefined
+  const hasPrompt = u.promptTokenCount !== undefined && u.promptTokenCount !== null
+  return {
+    inputTokens: tokenSum(u.promptTokenCount, u.toolUsePromptTokenCount),
+    outputTokens: hasPrompt ? tokenSum(u.candidatesTokenCount ?? 0, u.thoughtsTokenCount) : undefined,
+    cachedInputTokens: u.cachedContentTokenCount
+  }
+}
+
+const chat: TokenDialect = {
+  capture: new Set(['usage']),
+  textKeys: new Set(['content', 'reasoning_content', 'refusal', 'arguments']),
+  json: (c) => chatUsage(c.get('usage')),
+  event (_name, data, state) {
+    // Earlier chunks carry `usage: null`; the one with numbers is the final `choices: []` chunk.
+    if (isRecord(data.usage)) state.usage = { ...chatUsage(data.usage) }
+    const choices = data.choices
+    if (!Array.isArray(choices)) return
+    for (const choice of choices) {
+      const delta = field(choice, 'delta')
+      if (!isRecord(delta)) continue
+      state.textChars += strLen(delta.content) + strLen(delta.reasoning_content) + strLen(delta.refusal)
+      const calls = delta.tool_calls
+      if (Array.isArray(calls)) for (const call of calls) state.textChars += strLen(field(field(call, 'function'), 'arguments'))
+    }
+  }
+}
+
+const RESPONSE_DONE: ReadonlySet<string> = new Set(['response.completed', 'response.incomplete', 'response.failed'])
+
+const responses: TokenDialect = {
+  capture: new Set(['usage']),
+  textKeys: new Set(['text', 'refusal', 'arguments']),
+  json: (c) => responsesUsage(c.get('usage')),
+  event (name, data, state) {
+    const type = typeof data.type === 'string' ? data.type : name ?? ''
+    if (RESPONSE_DONE.has(type)) {
+      const usage = field(data.response, 'usage')
+      if (isRecord(usage)) state.usage = { ...responsesUsage(usage) }
+      return
+    }
+    // output_text, refusal, reasoning text and function-call argument deltas; not audio.
+    if (type.endsWith('text.delta') || type.endsWith('refusal.delta') || type.endsWith('arguments.delta')) {
+      state.textChars += strLen(data.delta)
+    }
+  }
+}
+
+const messages: TokenDialect = {
+  capture: new Set(['usage']),
+  textKeys: new Set(['text', 'thinking']),
+  json: (c) => messagesUsage(c.get('usage')),
+  event (name, data, state) {
+    const type = typeof data.type === 'string' ? data.type : name ?? ''
+    if (type === 'message_start') {
+      const usage = field(data.message, 'usage')
+      // Output is left to message_delta: message_start's output_tokens is a placeholder.
+      if (isRecord(usage)) state.usage = { ...state.usage, ...messagesInput(usage) }
+    } else if (type === 'message_delta') {
+      const usage = data.usage
+      if (!isRecord(usage)) return
+      // Counts here are cumulative: the last one stands. Newer streams repeat the input here.
+      const next: MutableRawUsage = { ...state.usage, outputTokens: usage.output_tokens }
+      if (usage.input_tokens !== undefined && usage.input_tokens !== null) Object.assign(next, messagesInput(usage))
+      state.usage = next
+    } else if (type === 'content_block_delta') {
+      const delta = data.delta
+      if (isRecord(delta)) state.textChars += strLen(delta.text) + strLen(delta.partial_json) + strLen(delta.thinking)
+    }
+  }
+}
+
+const genai: TokenDialect = {
+  capture: new Set(['usageMetadata']),
+  textKeys: new Set(['text']),
+  json: (c) => genaiUsage(c.get('usageMetadata')),
+  event (_name, data, state) {
+    // Every chunk may carry the running usage; the last one stands.
+    if (isRecord(data.usageMetadata)) state.usage = { ...genaiUsage(data.usageMetadata) }
+    const candidates = data.candidates
+    if (!Array.isArray(candidates)) return
+    for (const candidate of candidates) {
+      const parts = field(field(candidate, 'content'), 'parts')
+      if (Array.isArray(parts)) for (const part of parts) state.textChars += strLen(field(part, 'text'))
+    }
+  }
+}
+
+/** The dialect of a token-billed text operation, or undefined. */
+export function tokenDialect (operation: string): TokenDialect | undefined {
+  switch (operation) {
+    case 'chat.completions': return chat
+    case 'responses': return responses
+    case 'messages': return messages
+    case 'genai.generateContent':
+    case 'genai.streamGenerateContent': return genai
+    default: return undefined
+  }
+}
