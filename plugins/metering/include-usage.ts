@@ -5,7 +5,7 @@
 // reformat numbers (losing precision past 2^53) and whitespace of a body that is otherwise
 // forwarded untouched.
 
-import { lastMember, objectLayout, skipSpace, splice } from './json-bytes.js'
+import { lastMember, objectLayout, skipSpace, splice } from '../request/json-bytes.js'
 
 export { createUsageChunkFilter, isUsageOnlyEvent } from './usage-chunk-filter.js'
 
