@@ -1,5 +1,6 @@
 import type { BillingStatus } from '../errors/index.js'
 import type { CompiledModel } from '../models/catalogue.js'
+import type { Usage } from '../pricing/usage-types.js'
 import type { ParsedBody } from '../request/body.js'
 import type { RoutePlan } from '../routes/compile.js'
 
@@ -11,6 +12,10 @@ export interface Outcome {
   /** The model that answered (differs from the requested one after a fallback). */
   answeredModel: CompiledModel | null
   upstreamMs: number | null
+  /** What the upstream produced, metered from its answer (null when nothing was answered). */
+  usage: Usage | null
+  /** Gateway time before the upstream was called plus after its headers came back, ms. */
+  overheadMs: number | null
 }
 
 /** Per-request state passed along the stage chain. Plugins keep their own data in `slots`. */

@@ -1,7 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
-import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type Catalogue } from '../errors/index.js'
+import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type BillingStatus, type Catalogue } from '../errors/index.js'
+import { createMeter, createUsageChunkFilter, injectIncludeUsage, type Meter } from '../metering/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
+import { readAudioDuration } from '../pricing/audio-duration.js'
+import type { Usage } from '../pricing/usage-types.js'
 import { rewriteJsonModel } from '../request/json-model.js'
 import { rewriteMultipartField } from '../request/multipart.js'
 import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from '../upstream/forward.js'
@@ -11,6 +14,8 @@ import type { Outcome, RequestContext } from './context.js'
 import { runStages, type StageChain } from './stages.js'
 
 export interface ForwardDeps {
+  /** Billing status of a stream that broke, from what was metered so far (for the error frame). */
+  streamBillingStatus?: (ctx: RequestContext, answered: CompiledModel | null, usage: Usage) => BillingStatus
   upstreams: Upstreams
   models: ModelCatalogue
   catalogue: Catalogue
@@ -40,6 +45,34 @@ function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer
   }
   if (body.summary.fields.model === undefined) return body.raw
   return rewriteMultipartField(body.raw, body.summary.boundary, 'model', model.upstreamModel) ?? body.raw
+}
+
+/**
+ * A streamed chat completion always asks the upstream for its usage chunk, so the charge is
+ * reported rather than estimated; `filter` is true when the client did not ask for it, and the
+ * chunk must then be dropped from its stream.
+ */
+function withUsageRequested (ctx: RequestContext, body: Buffer | undefined): { body: Buffer | undefined, filter: boolean } {
+  if (!body || ctx.plan.operation !== 'chat.completions' || ctx.body?.kind !== 'json' || ctx.body.json.stream !== true) return { body, filter: false }
+  const injected = injectIncludeUsage(body)
+  return injected ? { body: injected, filter: true } : { body, filter: false }
+}
+
+/** What the meter needs to estimate usage when the upstream reports none. */
+function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolean, status: number): Meter {
+  const body = ctx.body
+  const audio = body?.kind === 'multipart' ? body.summary.files.find((f) => f.field === 'file') : undefined
+  return createMeter({
+    operation: ctx.plan.operation,
+    sse,
+    status,
+    ...(model ? { unit: model.pricing.unit } : {}),
+    request: {
+      ...(body?.kind === 'json' ? { json: body.json } : {}),
+      ...(body?.kind === 'multipart' ? { multipartFields: body.summary.fields } : {}),
+      ...(audio ? { audioSeconds: Number(readAudioDuration(audio.head, audio.size).millis) / 1000 } : {})
+    }
+  })
 }
 
 /** Query string minus a `key` parameter: a key sent that way must never reach a provider. */
@@ -96,7 +129,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     if (res.destroyed) throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
 
     const controller = new AbortController()
-    const body = upstreamBody(ctx, target.model)
+    const { body, filter } = withUsageRequested(ctx, upstreamBody(ctx, target.model))
     const contentType = ctx.body?.kind === 'multipart' ? ctx.body.contentType : ctx.body ? 'application/json' : undefined
     const dispatchedAt = process.hrtime.bigint()
     let upstream: Dispatcher.ResponseData
@@ -128,14 +161,23 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     const answered = ctx.model
     const contentTypeBack = String(upstream.headers['content-type'] ?? '')
     const sse = ctx.plan.response === 'sse' || (ctx.plan.response === 'auto' && contentTypeBack.startsWith('text/event-stream'))
+    const answeredOk = upstream.statusCode < 400
     const own: Record<string, string> = {
       'x-request-id': ctx.requestId,
-      'x-gateway-billed': billedHeader(ctx.billing),
+      // An upstream refusal (4xx) is passed through and never billed.
+      'x-gateway-billed': billedHeader(answeredOk ? ctx.billing : 'NOT_BILLED'),
       ...ctx.responseHeaders
     }
     if (answered) own['x-gateway-model'] = answered.id
     if (answered && primary && answered.id !== primary.id) own['x-gateway-requested-model'] = primary.id
-    own['x-gateway-overhead-ms'] = (ms(ctx.startedAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())).toFixed(3)
+    const overheadMs = ms(ctx.startedAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())
+    own['x-gateway-overhead-ms'] = overheadMs.toFixed(3)
+    const meter = answeredOk ? meterFor(ctx, answered, sse, upstream.statusCode) : null
+    let usage: Usage | null = null
+    const finalUsage = (): Usage | null => {
+      if (meter && !usage) usage = meter.finish()
+      return usage
+    }
 
     reply.hijack()
     relay({
@@ -146,14 +188,22 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       sse,
       drainTimeoutMs: deps.drainTimeoutMs,
       abortUpstream: () => controller.abort(),
-      errorFrame: () => errorFrame(toOccurrence(gatewayError('PROVIDER_STREAM_INTERRUPTED'), ctx.requestId, deps.catalogue, ctx.billing), ctx.plan.envelope),
+      ...(meter ? { onChunk: meter.onChunk } : {}),
+      ...(filter && answeredOk ? { transform: createUsageChunkFilter() } : {}),
+      errorFrame: () => {
+        const produced = finalUsage()
+        const billing = produced && deps.streamBillingStatus ? deps.streamBillingStatus(ctx, answered, produced) : 'NOT_BILLED'
+        return errorFrame(toOccurrence(gatewayError('PROVIDER_STREAM_INTERRUPTED'), ctx.requestId, deps.catalogue, billing), ctx.plan.envelope)
+      },
       onEnd: (end: RelayEnd) => {
         deps.finish(ctx, {
           kind: end,
           httpStatus: upstream.statusCode,
           errorCode: end === 'stream_interrupted' ? 'PROVIDER_STREAM_INTERRUPTED' : end === 'client_disconnected' ? 'REQUEST_CLIENT_DISCONNECTED' : null,
           answeredModel: answered,
-          upstreamMs: ms(dispatchedAt, process.hrtime.bigint())
+          upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
+          usage: finalUsage(),
+          overheadMs
         })
       }
     })

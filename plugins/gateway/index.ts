@@ -124,12 +124,16 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
       await forward(deps, ctx, req, reply)
     } catch (err) {
       const code = classify(err).code
+      // Refused or failed before any answer: whatever was held is released, nothing is billed.
+      ctx.billing = 'NOT_BILLED'
       finish(ctx, {
         kind: code === 'REQUEST_CLIENT_DISCONNECTED' ? 'client_disconnected' : code.startsWith('UPSTREAM_') || code.startsWith('PROVIDER_') ? 'upstream_error' : 'refused',
         httpStatus: catalogue.get(code).status,
         errorCode: code,
         answeredModel: null,
-        upstreamMs: null
+        upstreamMs: null,
+        usage: null,
+        overheadMs: null
       })
       if (!reply.raw.destroyed) sendError(req, reply, err)
     }

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import type { Readable } from 'node:stream'
+import type { Readable, Transform } from 'node:stream'
 
 // Upstream response headers the client never sees: hop-by-hop, cookies of the provider,
 // and the provider's request id (the gateway's own X-Request-ID names the occurrence).
@@ -36,6 +36,8 @@ export interface RelayOptions {
   abortUpstream: () => void
   /** Sees every upstream chunk, also after the client left (metering). */
   onChunk?: (chunk: Buffer) => void
+  /** Rewrites the bytes on their way to the client (drops the usage chunk the client did not ask for). */
+  transform?: Transform
   /** The `event: error` frame to end a broken SSE stream with. */
   errorFrame: () => string
   onEnd: (end: RelayEnd, error?: unknown) => void
@@ -47,7 +49,8 @@ export interface RelayOptions {
  * so the usage it reports can still be read, but only for drainTimeoutMs.
  */
 export function relay (o: RelayOptions): void {
-  const { res, body } = o
+  const { res, body, transform } = o
+  const out: Readable = transform ? body.pipe(transform) : body
   let ended = false
   let clientGone = false
   let drainTimer: NodeJS.Timeout | undefined
@@ -62,17 +65,19 @@ export function relay (o: RelayOptions): void {
     res.writeHead(o.status, o.headers)
     // SSE clients should see the headers before the first token.
     if (o.sse) res.flushHeaders()
-    body.pipe(res)
+    out.pipe(res)
   }
   if (o.onChunk) body.on('data', o.onChunk)
 
-  body.once('end', () => finish(clientGone ? 'client_disconnected' : 'completed'))
+  // The client's side is done when the bytes it gets (after any transform) are done.
+  out.once('end', () => finish(clientGone ? 'client_disconnected' : 'completed'))
+  if (transform) body.once('end', () => { if (clientGone) finish('client_disconnected') })
   body.once('error', (err) => {
     if (clientGone) {
       finish('client_disconnected', err)
       return
     }
-    body.unpipe(res)
+    out.unpipe(res)
     if (o.sse && !res.writableEnded) res.end(o.errorFrame())
     else res.destroy()
     finish('stream_interrupted', err)
@@ -80,7 +85,8 @@ export function relay (o: RelayOptions): void {
   const onClientGone = (): void => {
     if (ended || res.writableFinished || clientGone) return
     clientGone = true
-    body.unpipe(res)
+    out.unpipe(res)
+    if (transform) body.unpipe(transform)
     body.resume()
     drainTimer = setTimeout(() => {
       o.abortUpstream()
