@@ -1,6 +1,7 @@
 // Byte-level expectations about what the gateway forwards: the client's bytes with only the
 // model value replaced. Written independently of the gateway's own rewriting code.
 import { createHash, randomBytes } from 'node:crypto'
+import { createServer } from 'node:net'
 
 function replaceOnce (buf: Buffer, from: Buffer, to: Buffer): Buffer {
   const at = buf.indexOf(from)
@@ -71,4 +72,36 @@ export async function eventually (cond: () => boolean, what: string, timeoutMs =
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
+}
+
+export interface SseEvent {
+  /** `event:` field, or null for unnamed events. */
+  event: string | null
+  data: string
+}
+
+/** The events of an SSE body (frames separated by a blank line; CRLF or LF). */
+export function sseEvents (text: string): SseEvent[] {
+  const out: SseEvent[] = []
+  for (const frame of text.split(/\r?\n\r?\n/)) {
+    if (frame.trim() === '') continue
+    let event: string | null = null
+    const data: string[] = []
+    for (const line of frame.split(/\r?\n/)) {
+      if (line.startsWith('event:')) event = line.slice(6).trim()
+      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''))
+    }
+    out.push({ event, data: data.join('\n') })
+  }
+  return out
+}
+
+/** A TCP port nothing listens on (bound once, then closed). */
+export async function closedPort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return address.port
 }
