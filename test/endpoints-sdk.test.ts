@@ -111,6 +111,8 @@ function assertForwarded (t: Assert, f: Forwarded): void {
   t.match(res.headers.get('x-request-id'), /^req_[0-9a-f]{32}$/, 'x-request-id')
   t.equal(res.headers.get('x-gateway-model'), f.model, f.model === null ? 'no x-gateway-model without a model' : 'x-gateway-model names the model')
   t.equal(res.headers.get('x-gateway-requested-model'), null, 'no fallback answered')
+  t.equal(res.headers.get('x-gateway-billed'), 'false', 'X-Gateway-Billed: false (no billing yet)')
+  t.match(res.headers.get('x-gateway-overhead-ms'), /^\d+\.\d{3}$/, 'X-Gateway-Overhead-Ms')
 }
 
 t.test('chat family', async (t) => {
@@ -217,9 +219,9 @@ t.test('generative-content family', async (t) => {
     t.equal(onlyCall().model, 'gemini-2.5-flash')
   })
 
-  t.test(':generateContent raw, model %2F-encoded', async (t) => {
+  t.test(':generateContent raw, model %2F-encoded (and a key in the query, which is dropped)', async (t) => {
     const body = JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'encoded id' }] }], generationConfig: { temperature: 0.5 } })
-    const res = await raw(`${gw.url}/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent`, { headers: jsonHeaders('genai'), body })
+    const res = await raw(`${gw.url}/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent?key=${CLIENT_KEYS.genai}`, { headers: jsonHeaders('genai'), body })
     t.equal(res.status, 200)
     const json = await res.json() as { candidates: Array<{ content: { parts: Array<{ text: string }> } }> }
     t.equal(json.candidates[0]?.content.parts[0]?.text, replyChunks('encoded id', 5).join(''))
