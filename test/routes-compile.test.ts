@@ -44,6 +44,7 @@ t.test('{model} paths share one wildcard per prefix and dispatch on the action',
   t.same(hit('google/gemini-2.5-flash:streamGenerateContent'), ['s', 'google/gemini-2.5-flash'])
   t.same(hit('a/b:c:generateContent'), ['g', 'a/b:c'], 'a colon inside the id stays in the id')
   t.same(hit('a/b:countTokens'), [undefined, undefined])
+  t.same(hit(':generateContent'), ['g', ''], 'an empty model segment still names the action (REQUEST_MODEL_REQUIRED, not a 404)')
 })
 
 t.test('unknown paths take the envelope of their longest family prefix', async (t) => {

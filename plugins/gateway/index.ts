@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
 import { compileCatalogue, gatewayError, renderError, toOccurrence, classify, type Catalogue } from '../errors/index.js'
 import { compileModels, type ModelCatalogue } from '../models/catalogue.js'
@@ -48,6 +48,21 @@ function queryOf (url: string): string {
 function pathOf (url: string): string {
   const q = url.indexOf('?')
   return q === -1 ? url : url.slice(0, q)
+}
+
+/**
+ * Fastify's `frameworkErrors` server option, in the gateway's envelopes: Fastify answers some
+ * failures before any route, hook or error handler runs (a path that is not valid percent-encoding,
+ * an over-long path parameter) and would otherwise send its own body without the error headers.
+ * It is a server option, so an app that registers the plugin passes it to `Fastify()` itself.
+ */
+export function gatewayFrameworkErrors (config: GatewayConfig): (error: FastifyError, req: FastifyRequest, reply: FastifyReply) => void {
+  const catalogue = compileCatalogue(config.errors, config.server)
+  const routes = compileRoutes(config)
+  return (error, req, reply) => {
+    const rendered = renderError(toOccurrence(error, req.id, catalogue), routes.envelopeForPath(pathOf(req.url)), catalogue)
+    reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
 import { authStage, modelAccessStage } from '../auth/auth-stage.js'
-import { modelGateway, type GatewayOptions } from './index.js'
+import { gatewayFrameworkErrors, modelGateway, type GatewayOptions } from './index.js'
 import type { GatewayServices } from './services.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
@@ -30,6 +30,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     genReqId: newRequestId,
     // One log line per request comes from the gateway's own finish hook, not Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    frameworkErrors: gatewayFrameworkErrors(opts.config),
     return503OnClosing: true,
     forceCloseConnections: 'idle'
   })

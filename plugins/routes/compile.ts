@@ -24,7 +24,7 @@ export type FastifyRouteSpec =
 
 export interface ModelMatcher {
   readonly plan: RoutePlan
-  /** Applied to the raw path after the prefix; group 1 is the (still encoded) model id. */
+  /** Applied to the raw path after the prefix; group 1 is the (still encoded) model id, possibly empty (REQUEST_MODEL_REQUIRED, not a missing route). */
   readonly pattern: RegExp
 }
 
@@ -82,7 +82,7 @@ export function compileRoutes (config: GatewayConfig): CompiledRoutes {
         group = { method: r.method, prefix, matchers: [] }
         wildcards.set(key, group)
       }
-      group.matchers.push({ plan, pattern: new RegExp(`^(.+)${escapeRegExp(rest)}$`) })
+      group.matchers.push({ plan, pattern: new RegExp(`^(.*)${escapeRegExp(rest)}$`) })
     }
   }
 
