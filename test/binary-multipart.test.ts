@@ -10,7 +10,7 @@ const gw = await startTestGateway()
 t.teardown(() => gw.close())
 t.beforeEach(() => gw.mock.reset())
 
-const CLIENT = { authorization: 'Bearer sk-client-binary' }
+const CLIENT = gw.auth
 
 function postJson (path: string, body: unknown): Promise<Response> {
   return fetch(gw.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...CLIENT }, body: JSON.stringify(body) })

@@ -35,7 +35,7 @@ t.teardown(() => gw.close())
 t.beforeEach(() => mock.reset())
 
 function post (path: string, body: unknown): Promise<Response> {
-  return fetch(gw.url + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-client' }, body: JSON.stringify(body) })
+  return fetch(gw.url + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.key}` }, body: JSON.stringify(body) })
 }
 const ask = (model: string): Record<string, unknown> => ({ model, messages: [{ role: 'user', content: 'hello acme' }] })
 

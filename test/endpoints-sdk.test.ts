@@ -22,9 +22,9 @@ t.beforeEach(() => gw.mock.reset())
 
 /** The client's own keys, one per family; none of them may ever reach a provider. */
 const CLIENT_KEYS = {
-  openai: 'sk-client-openai-7f3a',
-  anthropic: 'sk-client-anthropic-9c1e',
-  genai: 'sk-client-genai-44d0'
+  openai: gw.key,
+  anthropic: gw.key,
+  genai: gw.key
 } as const
 
 /** Credentials the test config injects (test/helpers/gateway.ts mockEnv). */
@@ -247,7 +247,7 @@ t.test('generative-content family', async (t) => {
   t.test(':generateVideos raw (a config where the paused veo-3 is active)', async (t) => {
     const cfg = writeTestConfig((c) => { modelOf(c, 'genai/veo-3').status = 'active' })
     t.teardown(cfg.remove)
-    const gv = await startTestGateway({ configFile: cfg.file, mock: gw.mock })
+    const gv = await startTestGateway({ configFile: cfg.file, mock: gw.mock, shareStoreWith: gw })
     t.teardown(() => gv.close())
     const body = JSON.stringify({ instances: [{ prompt: 'a drone shot of a coast' }], parameters: { durationSeconds: 8 } })
     const res = await raw(`${gv.url}/genai/v1beta/models/genai%2Fveo-3:generateVideos`, { headers: jsonHeaders('genai'), body })

@@ -133,13 +133,18 @@ const strictConfig = writeTestConfig((c) => {
   c.models.push({ ...flash, id: 'genai/gemini-text', upstream_model: 'gemini-text-001', capabilities: [], fallbacks: [] })
 })
 t.teardown(strictConfig.remove)
-const strict = await startTestGateway({ configFile: strictConfig.file, mock: gw.mock })
+const strict = await startTestGateway({ configFile: strictConfig.file, mock: gw.mock, shareStoreWith: gw })
 t.teardown(() => strict.close())
+
+/** The seeded key of the gateway instance a URL belongs to (each instance has its own store). */
+function authFor (url: string): Record<string, string> {
+  return url.startsWith(strict.url) ? strict.auth : gw.auth
+}
 
 function post (url: string, body: string | Buffer, contentType: string | null = 'application/json', headers: Record<string, string> = {}): Promise<Response> {
   return fetch(url, {
     method: 'POST',
-    headers: { ...(contentType === null ? {} : { 'content-type': contentType }), ...headers },
+    headers: { ...(contentType === null ? {} : { 'content-type': contentType }), ...authFor(url), ...headers },
     body
   })
 }
@@ -454,7 +459,7 @@ t.test('UPSTREAM_ERROR: the provider answered 5xx', async (t) => {
 
 t.test('UPSTREAM_POOL_UNAVAILABLE: the provider cannot be reached', async (t) => {
   const port = await closedPort()
-  const dead = await startTestGateway({ mock: gw.mock, env: { OPENAI_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` } })
+  const dead = await startTestGateway({ mock: gw.mock, shareStoreWith: gw, env: { OPENAI_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` } })
   t.teardown(() => dead.close())
   await expectError(t, await post(`${dead.url}/v1/chat/completions`, chatBody('openai/gpt-4o')), 'chat', 'UPSTREAM_POOL_UNAVAILABLE')
   await expectError(t, await post(`${dead.url}/v1/messages`, messagesBody('anthropic/claude-sonnet-4')), 'messages', 'UPSTREAM_POOL_UNAVAILABLE')
@@ -522,7 +527,7 @@ t.test('REQUEST_CLIENT_DISCONNECTED: recorded for a client that left mid-stream,
 
 t.test('official SDKs parse our envelopes into their own error classes', async (t) => {
   t.test('openai: APIError with status, code and our error object', async (t) => {
-    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sk-client', maxRetries: 0 })
+    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0 })
     const err = await openai.chat.completions.create({ model: 'openai/gpt-99', messages: [] }).then(() => null, (e: unknown) => e)
     t.ok(err instanceof OpenAI.NotFoundError && err instanceof OpenAI.APIError, 'NotFoundError, an APIError')
     if (!(err instanceof OpenAI.APIError)) return
@@ -540,7 +545,7 @@ t.test('official SDKs parse our envelopes into their own error classes', async (
   })
 
   t.test('anthropic: APIError with status and our envelope in .error', async (t) => {
-    const anthropic = new Anthropic({ baseURL: `${gw.url}/msgs`, apiKey: 'sk-client', maxRetries: 0 })
+    const anthropic = new Anthropic({ baseURL: `${gw.url}/msgs`, apiKey: gw.key, maxRetries: 0 })
     const err = await anthropic.messages.create({ model: 'anthropic/claude-0', max_tokens: 8, messages: [] }).then(() => null, (e: unknown) => e)
     t.ok(err instanceof Anthropic.NotFoundError && err instanceof Anthropic.APIError, 'NotFoundError, an APIError')
     if (!(err instanceof Anthropic.APIError)) return
@@ -550,7 +555,7 @@ t.test('official SDKs parse our envelopes into their own error classes', async (
   })
 
   t.test('genai: ApiError with status, our code in the message', async (t) => {
-    const genai = new GoogleGenAI({ apiKey: 'sk-client', httpOptions: { baseUrl: `${gw.url}/genai`, retryOptions: { attempts: 1 } } })
+    const genai = new GoogleGenAI({ apiKey: gw.key, httpOptions: { baseUrl: `${gw.url}/genai`, retryOptions: { attempts: 1 } } })
     const err = await genai.models.generateContent({ model: 'genai/gemini-0', contents: 'hi' }).then(() => null, (e: unknown) => e)
     t.ok(err instanceof ApiError, 'ApiError')
     if (!(err instanceof ApiError)) return
@@ -567,7 +572,7 @@ t.test('what each SDK does with the mid-stream event: error frame', async (t) =>
   const cut = { headers: { 'x-mock-cut-after': '2' } }
 
   t.test('openai chat stream: iteration throws an APIError carrying our error object', async (t) => {
-    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sk-client', maxRetries: 0 })
+    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0 })
     const stream = await openai.chat.completions.create({ model: 'openai/gpt-4o', stream: true, messages: [{ role: 'user', content: 'one two three' }] }, cut)
     let text = ''
     const err = await (async () => {
@@ -582,14 +587,14 @@ t.test('what each SDK does with the mid-stream event: error frame', async (t) =>
   })
 
   t.test('openai responses stream: same APIError', async (t) => {
-    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sk-client', maxRetries: 0 })
+    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0 })
     const stream = openai.responses.stream({ model: 'openai/gpt-4o', input: 'one two three' }, cut)
     const err = await (async () => { for await (const _event of stream) { /* drain */ } })().then(() => null, (e: unknown) => e)
     t.ok(err instanceof OpenAI.APIError && err.code === 'PROVIDER_STREAM_INTERRUPTED', 'APIError with our code')
   })
 
   t.test('anthropic stream: iteration throws an APIError whose .error is our frame data', async (t) => {
-    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: 'sk-client', maxRetries: 0 })
+    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: gw.key, maxRetries: 0 })
     const stream = await anthropic.messages.create({ model: 'anthropic/claude-sonnet-4', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'one two three' }] }, cut)
     const types: string[] = []
     const err = await (async () => { for await (const event of stream) types.push(event.type) })().then(() => null, (e: unknown) => e)
@@ -603,7 +608,7 @@ t.test('what each SDK does with the mid-stream event: error frame', async (t) =>
   t.test('genai stream: the SDK ignores named events, so the stream just ends early', async (t) => {
     // @google/genai only reads frames that start with `data:` and only throws for an error whose
     // `code` is a number; the spec's frame (`event: error`, code a string) is invisible to it.
-    const genai = new GoogleGenAI({ apiKey: 'sk-client', httpOptions: { baseUrl: `${gw.url}/genai`, retryOptions: { attempts: 1 } } })
+    const genai = new GoogleGenAI({ apiKey: gw.key, httpOptions: { baseUrl: `${gw.url}/genai`, retryOptions: { attempts: 1 } } })
     const stream = await genai.models.generateContentStream({ model: 'genai/gemini-2.5-flash', contents: 'one two three', config: { httpOptions: cut } })
     let text = ''
     const err = await (async () => { for await (const chunk of stream) text += chunk.text ?? '' })().then(() => null, (e: unknown) => e)

@@ -13,7 +13,7 @@ const chat = (text: string): string => JSON.stringify({ model: 'openai/gpt-4o', 
 function stream (gw: TestGateway, path: string, body: string, headers: Record<string, string>, signal?: AbortSignal): Promise<Response> {
   return fetch(gw.url + path, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
+    headers: { 'content-type': 'application/json', ...gw.auth, ...headers },
     body,
     ...(signal === undefined ? {} : { signal })
   })
@@ -24,11 +24,25 @@ function onlyProviderOnMock (c: RawConfig, keep: string, deadPort: number): void
   for (const [name, p] of Object.entries(c.providers)) if (name !== keep) p.base_url = `http://127.0.0.1:${deadPort}`
 }
 
+/**
+ * The provider's SSE bytes minus the usage-only chunk (`choices: []` with `usage`): the gateway
+ * asks a chat upstream for usage and drops that chunk for a client that did not ask for it.
+ */
+function withoutUsageChunk (sse: Buffer): Buffer {
+  const events = sse.toString('utf8').split(/(?<=\n\n)/)
+  return Buffer.from(events.filter((e) => {
+    const data = /^data: (\{.*\})$/m.exec(e)?.[1]
+    if (data === undefined) return true
+    const json = JSON.parse(data) as { choices?: unknown[], usage?: unknown }
+    return !(Array.isArray(json.choices) && json.choices.length === 0 && json.usage)
+  }).join(''))
+}
+
 t.test('SSE is relayed chunk by chunk, byte for byte', async (t) => {
   const gw = await startTestGateway()
   t.teardown(() => gw.close())
   const families = [
-    { name: 'chat completions', path: '/v1/chat/completions', body: chat('one two three four five') },
+    { name: 'chat completions', path: '/v1/chat/completions', body: chat('one two three four five'), clientSees: withoutUsageChunk },
     { name: 'messages', path: '/v1/messages', body: JSON.stringify({ model: 'anthropic/claude-sonnet-4', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'one two three' }] }) },
     { name: 'generative content', path: '/genai/v1beta/models/genai%2Fgemini-2.5-flash:streamGenerateContent?alt=sse', body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'one two three' }] }] }) }
   ]
@@ -56,7 +70,12 @@ t.test('SSE is relayed chunk by chunk, byte for byte', async (t) => {
       t.ok(readsWhileStreaming >= 3, `several chunks arrived before the provider finished (${readsWhileStreaming})`)
       const call = gw.mock.calls[0]
       t.equal(call?.completed, true)
-      t.ok(call?.response !== undefined && Buffer.concat(received).equals(call.response), 'the client received exactly the provider bytes')
+      const expected = call?.response === undefined ? undefined : ('clientSees' in f && f.clientSees ? f.clientSees(call.response) : call.response)
+      t.ok(expected !== undefined && Buffer.concat(received).equals(expected), 'the client received exactly the provider bytes (less a usage chunk it did not ask for)')
+      if ('clientSees' in f) {
+        t.match(call?.json, { stream_options: { include_usage: true } }, 'the upstream was asked for its usage')
+        t.notOk(expected?.equals(call?.response ?? Buffer.alloc(0)), 'the provider did send a usage chunk')
+      }
     })
   }
 })

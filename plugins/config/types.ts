@@ -19,6 +19,8 @@ export interface ServerConfig {
   docs_base_url: string
   /** How long a disconnected client's upstream may still be read for usage, in ms. */
   drain_timeout_ms: number
+  /** On shutdown, how long in-flight answers may still run before connections are closed, ms. */
+  shutdown_grace_ms: number
 }
 
 export interface FamilyConfig {

@@ -21,6 +21,8 @@ export interface GatewayOptions {
   onFinish?: (ctx: RequestContext, outcome: Outcome) => void
   /** Injected randomness for the weighted upstream pick. */
   random?: () => number
+  /** Counts requests between arrival and their finish, so a shutdown can wait for them. */
+  inflight?: { count: number }
 }
 
 export interface GatewayRuntime {
@@ -80,7 +82,9 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
   app.decorateRequest('gatewayContext', null)
   app.addHook('onClose', async () => { await upstreams.close() })
 
+  const inflight = opts.inflight ?? { count: 0 }
   const finish = (ctx: RequestContext, outcome: Outcome): void => {
+    inflight.count--
     for (const f of ctx.finishers) {
       try {
         const r = f(ctx, outcome)
@@ -134,6 +138,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
       responseHeaders: {}
     }
     req.gatewayContext = ctx
+    inflight.count++
     try {
       await runStages(chain.all, ctx, req)
       await forward(deps, ctx, req, reply)

@@ -40,11 +40,20 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   if (services.store.secretGenerated) {
     app.log.warn('GATEWAY_SECRET is not set: using the generated secret in the data directory (embedded dev mode only)')
   }
+  // A graceful shutdown lets in-flight answers finish (up to the grace period), then closes
+  // every connection, including idle ones that never sent a request and would otherwise keep
+  // server.close() waiting for the headers timeout.
+  const inflight = { count: 0 }
+  app.addHook('preClose', async () => {
+    const deadline = Date.now() + opts.config.server.shutdown_grace_ms
+    while (inflight.count > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
+    app.server.closeAllConnections()
+  })
   const stages = [
     authStage({ config: opts.config.auth, store: services.store, cache: services.keyCache, clock: services.clock }),
     modelAccessStage,
     ...(opts.stages ?? [])
   ]
-  await app.register(modelGateway, { ...gatewayOptions, stages })
+  await app.register(modelGateway, { ...gatewayOptions, stages, inflight })
   return app
 }

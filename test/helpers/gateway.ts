@@ -51,6 +51,8 @@ export interface TestGatewayOptions {
   server?: Omit<Partial<ServerOptions>, 'config' | 'services'>
   /** Seed an account and key (default true). */
   seed?: boolean
+  /** Run on another test gateway's store (same backend and location) and use its key. */
+  shareStoreWith?: TestGateway
 }
 
 export const REPO_CONFIG = new URL('../../gateway.yaml', import.meta.url).pathname
@@ -78,7 +80,11 @@ export async function dropSchema (schema: string): Promise<void> {
   }
 }
 
-export async function startTestGateway (opts: TestGatewayOptions = {}): Promise<TestGateway> {
+export async function startTestGateway (options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const other = options.shareStoreWith
+  const opts: TestGatewayOptions = other
+    ? { ...options, backend: other.services.store.kind, location: other.location, seed: false }
+    : options
   const ownMock = opts.mock === undefined
   const mock = opts.mock ?? await startMockUpstream()
   const env = { ...process.env, ...mockEnv(mock.url), PORT: '0', HOST: '127.0.0.1', ...(opts.env ?? {}) }
@@ -112,9 +118,9 @@ export async function startTestGateway (opts: TestGatewayOptions = {}): Promise<
     config,
     services,
     location,
-    account: account as Account,
-    key,
-    auth: { authorization: `Bearer ${key}` },
+    account: other?.account ?? account as Account,
+    key: other?.key ?? key,
+    auth: { authorization: `Bearer ${other?.key ?? key}` },
     async close () {
       await app.close()
       await services.close()
