@@ -82,7 +82,10 @@ function keyInputContext(ctx: AdminContext, account: Account): KeyInputContext {
 }
 
 function keyInputError(e: KeyInputError): Error {
-  const detail = e.field === 'body' ? `The body ${e.reason}.` : `${e.field} ${e.reason}.`
+  const detail =
+    e.code === 'LIMIT_API_KEY_POLICY_NOT_ALLOWED'
+      ? `${e.reason.charAt(0).toUpperCase()}${e.reason.slice(1)}.`
+      : `${e.field === 'body' ? 'The body' : e.field} ${e.reason}.`
   return gatewayError(e.code, { param: e.field, detail })
 }
 
