@@ -432,15 +432,17 @@ t.test('later slices add routes behind the same token, parser and envelope', asy
   t.notOk(text.includes(LEGACY), 'no legacy key in the log')
 })
 
-t.test('registration refuses an empty token', async (t) => {
+t.test('registration refuses an empty or unsendable token', async (t) => {
   const backend = sqliteTestBackend()
   const store = await backend.open()
   t.teardown(() => backend.cleanup())
-  const app = Fastify({ logger: false })
-  await t.rejects(
-    async () => { await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store, config, token: '' }).ready() },
-    /token must be a non-empty string/,
-  )
+  for (const token of ['', 'two words']) {
+    const app = Fastify({ logger: false })
+    await t.rejects(
+      async () => { await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store, config, token }).ready() },
+      /token must be a non-empty string without whitespace/,
+    )
+  }
 })
 
 t.test('beside the gateway: each answers its own paths and unknown ones in its own envelope', async (t) => {

@@ -13,7 +13,7 @@ import type { AdminContext } from './service.js'
 export interface AdminRoutesOptions {
   store: Store
   config: GatewayConfig
-  /** The bearer token operators send (GATEWAY_ADMIN_TOKEN); must not be empty. */
+  /** The bearer token operators send (GATEWAY_ADMIN_TOKEN); non-empty, no whitespace. */
   token: string
   /** The compiled error catalogue; default compiled from `config`. Pass the gateway's to share it. */
   catalogue?: Catalogue
@@ -34,7 +34,10 @@ const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8
 const BEARER = /^Bearer +(\S+) *$/i
 
 export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions): Promise<void> {
-  if (typeof opts.token !== 'string' || opts.token === '') throw new TypeError('adminRoutes: token must be a non-empty string')
+  // A token with whitespace could never be sent as one Bearer credential: refuse it at boot.
+  if (typeof opts.token !== 'string' || !/^\S+$/.test(opts.token)) {
+    throw new TypeError('adminRoutes: token must be a non-empty string without whitespace')
+  }
   const catalogue = opts.catalogue ?? compileCatalogue(opts.config.errors, opts.config.server)
   const ctx = admin.adminContext(opts.store, opts.config, opts.clock)
   // Digests have equal length whatever was sent, so timingSafeEqual never leaks the token's length.
