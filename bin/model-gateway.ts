@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // model-gateway CLI: a table of subcommands, each `(args) => exit code`.
 // Other subcommands (serve, accounts, keys) register here next to `check`.
+import { accountsCommand, ACCOUNTS_USAGE, keysCommand, KEYS_USAGE } from '../plugins/admin/cli.js'
 import { checkCommand, CHECK_USAGE } from '../plugins/config/check-command.js'
 import { serveCommand, SERVE_USAGE } from '../plugins/gateway/serve-command.js'
 
@@ -12,12 +13,16 @@ const usage = [
   'commands:',
   `  ${CHECK_USAGE}`,
   `  ${SERVE_USAGE}`,
+  `  ${ACCOUNTS_USAGE}`,
+  `  ${KEYS_USAGE}`,
   '  help           show this help'
 ].join('\n') + '\n'
 
 const commands: Record<string, Command> = {
   check: checkCommand,
   serve: serveCommand,
+  accounts: accountsCommand,
+  keys: keysCommand,
   help: async () => {
     process.stdout.write(usage)
     return 0

@@ -1,0 +1,28 @@
+// The operators' admin API (HTTP) and CLI commands, over one set of service functions.
+export { adminRoutes, type AdminRoutesOptions } from './routes.js'
+export {
+  adminContext,
+  createAccount,
+  createKey,
+  getAccount,
+  getKey,
+  importLegacyKey,
+  listAccounts,
+  listKeys,
+  listModels,
+  revealKey,
+  revokeKey,
+  updateAccount,
+  updateKey,
+  type AdminContext,
+} from './service.js'
+export type { AccountView, KeyStatus, KeyView, ModelView, Page, RevealedKeyView } from './views.js'
+export { accountView, formatMinorUnits, keyView, modelView } from './views.js'
+export {
+  ADMIN_BODY_LIMIT_BYTES,
+  ADMIN_PREFIX,
+  DEFAULT_PAGE_LIMIT,
+  KEY_INVALIDATION_CHANNEL,
+  MAX_PAGE_LIMIT,
+  MINOR_UNIT_DIGITS,
+} from './constants.js'

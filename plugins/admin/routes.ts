@@ -1,0 +1,100 @@
+// The admin HTTP API: an encapsulated Fastify plugin, registered by the server with
+// `prefix: '/admin/v1'` when GATEWAY_ADMIN_TOKEN is set. JSON in and out; every error in
+// the chat-completions envelope with the spec's error headers.
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { GatewayConfig } from '../config/types.js'
+import { type Catalogue, classify, compileCatalogue, gatewayError, renderError, toOccurrence } from '../errors/index.js'
+import type { Clock, Store } from '../store/index.js'
+import { ADMIN_BODY_LIMIT_BYTES } from './constants.js'
+import * as admin from './service.js'
+import type { AdminContext } from './service.js'
+
+export interface AdminRoutesOptions {
+  store: Store
+  config: GatewayConfig
+  /** The bearer token operators send (GATEWAY_ADMIN_TOKEN); non-empty, no whitespace. */
+  token: string
+  /** The compiled error catalogue; default compiled from `config`. Pass the gateway's to share it. */
+  catalogue?: Catalogue
+  /** "Now" for key expiry checks and derived key status; default the system clock. */
+  clock?: Clock
+  /**
+   * Routes of later slices (credits, wallet, request log), registered inside this plugin so
+   * they get the same token check, JSON parser, error envelope and `Cache-Control: no-store`.
+   */
+  extraRoutes?: (app: FastifyInstance, ctx: AdminContext) => void | Promise<void>
+}
+
+interface IdParams {
+  id: string
+}
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest()
+const BEARER = /^Bearer +(\S+) *$/i
+
+export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions): Promise<void> {
+  // A token with whitespace could never be sent as one Bearer credential: refuse it at boot.
+  if (typeof opts.token !== 'string' || !/^\S+$/.test(opts.token)) {
+    throw new TypeError('adminRoutes: token must be a non-empty string without whitespace')
+  }
+  const catalogue = opts.catalogue ?? compileCatalogue(opts.config.errors, opts.config.server)
+  const ctx = admin.adminContext(opts.store, opts.config, opts.clock)
+  // Digests have equal length whatever was sent, so timingSafeEqual never leaks the token's length.
+  const expected = sha256(opts.token)
+
+  const sendError = (req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {
+    // Only the error itself is logged: never the request's headers or body (token, keys).
+    if (classify(err).internal) req.log.error({ err }, 'admin API: unexpected error')
+    const rendered = renderError(toOccurrence(err, req.id, catalogue), 'chat', catalogue)
+    if (rendered.status === 401) reply.header('www-authenticate', 'Bearer realm="model-gateway admin"')
+    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
+  }
+
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err))
+  app.setNotFoundHandler((req, reply) => sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND')))
+
+  app.addHook('onRequest', async (req, reply) => {
+    // Answers carry keys and account data: no cache may keep any of them, errors included.
+    reply.header('cache-control', 'no-store').header('x-request-id', req.id)
+    const header = req.headers.authorization
+    const bearer = header === undefined ? null : BEARER.exec(header)
+    if (!bearer?.[1]) throw gatewayError('AUTH_REQUIRED', { detail: 'Send Authorization: Bearer <admin token>.' })
+    if (!timingSafeEqual(sha256(bearer[1]), expected)) throw gatewayError('AUTH_FORBIDDEN')
+  })
+
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: ADMIN_BODY_LIMIT_BYTES }, (_req, text, done) => {
+    const body = String(text)
+    // An empty body (e.g. a bare POST .../revoke with a JSON content type) is no body.
+    if (body.trim() === '') {
+      done(null, undefined)
+      return
+    }
+    try {
+      done(null, JSON.parse(body))
+    } catch {
+      done(gatewayError('REQUEST_INVALID', { param: 'body', detail: 'The body is not valid JSON.' }), undefined)
+    }
+  })
+
+  app.post('/accounts', async (req, reply) => reply.code(201).send(await admin.createAccount(ctx, req.body)))
+  app.get('/accounts', async (req) => await admin.listAccounts(ctx, req.query))
+  app.get<{ Params: IdParams }>('/accounts/:id', async (req) => await admin.getAccount(ctx, req.params.id))
+  app.patch<{ Params: IdParams }>('/accounts/:id', async (req) => await admin.updateAccount(ctx, req.params.id, req.body))
+
+  app.post<{ Params: IdParams }>('/accounts/:id/keys', async (req, reply) =>
+    reply.code(201).send(await admin.createKey(ctx, req.params.id, req.body)))
+  app.get<{ Params: IdParams }>('/accounts/:id/keys', async (req) => await admin.listKeys(ctx, req.params.id))
+  app.post<{ Params: IdParams }>('/accounts/:id/keys/import-legacy', async (req, reply) =>
+    reply.code(201).send(await admin.importLegacyKey(ctx, req.params.id, req.body)))
+
+  app.get<{ Params: IdParams }>('/keys/:id', async (req) => await admin.getKey(ctx, req.params.id))
+  app.patch<{ Params: IdParams }>('/keys/:id', async (req) => await admin.updateKey(ctx, req.params.id, req.body))
+  app.post<{ Params: IdParams }>('/keys/:id/revoke', async (req) => await admin.revokeKey(ctx, req.params.id))
+  app.get<{ Params: IdParams }>('/keys/:id/reveal', async (req) => await admin.revealKey(ctx, req.params.id))
+
+  app.get('/models', async () => admin.listModels(ctx))
+
+  await opts.extraRoutes?.(app, ctx)
+}

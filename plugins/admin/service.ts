@@ -1,0 +1,264 @@
+// The operators' operations, shared by the admin HTTP API and the CLI: input arrives as
+// untrusted JSON (`unknown`), is validated here once, and every refusal is a catalogue code.
+//
+// Missing resources: a key answers AUTH_API_KEY_NOT_FOUND (404, param `key_id`). The catalogue
+// has no account-not-found code, so a missing account answers REQUEST_ROUTE_NOT_FOUND (404,
+// param `account_id`): the resource the path names does not exist.
+import type { GatewayConfig } from '../config/types.js'
+import { gatewayError } from '../errors/index.js'
+import { isLegacyKey } from '../keys/index.js'
+import type { Account, AccountPatch, ApiKeyRecord, Clock, KeyInputContext, KeyInputError, Store } from '../store/index.js'
+import { systemClock, validateKeyInput, validateKeyPatch } from '../store/index.js'
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MINOR_UNIT_DIGITS } from './constants.js'
+import {
+  type AccountView,
+  type KeyView,
+  type ModelView,
+  type Page,
+  type RevealedKeyView,
+  accountView,
+  keyView,
+  modelView,
+} from './views.js'
+
+export interface AdminContext {
+  readonly store: Store
+  readonly config: GatewayConfig
+  readonly now: () => Date
+}
+
+export function adminContext(store: Store, config: GatewayConfig, clock: Clock = systemClock): AdminContext {
+  return { store, config, now: () => clock.now() }
+}
+
+// ---- input helpers -----------------------------------------------------------------------
+
+const MAX_NAME = 100
+const CONTROL = /[\u0000-\u001f\u007f]/
+const ACCOUNT_FIELDS = new Set(['name', 'tier', 'status'])
+
+function requestInvalid(param: string, detail: string): Error {
+  return gatewayError('REQUEST_INVALID', { param, detail })
+}
+
+function bodyObject(body: unknown): Map<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw requestInvalid('body', 'The body must be a JSON object.')
+  }
+  return new Map(Object.entries(body))
+}
+
+function onlyFields(body: Map<string, unknown>, allowed: ReadonlySet<string>): void {
+  for (const field of body.keys()) {
+    if (!allowed.has(field)) throw requestInvalid(field, `Unknown field ${JSON.stringify(field)}.`)
+  }
+}
+
+function accountName(v: unknown): string {
+  if (typeof v !== 'string') throw requestInvalid('name', 'name must be a string.')
+  const name = v.trim()
+  if (name === '') throw requestInvalid('name', 'name must not be empty.')
+  if ([...name].length > MAX_NAME) throw requestInvalid('name', `name must be at most ${MAX_NAME} characters.`)
+  if (CONTROL.test(name)) throw requestInvalid('name', 'name must not contain control characters.')
+  return name
+}
+
+function tierName(ctx: AdminContext, v: unknown): string {
+  const tiers = ctx.config.limits.tiers
+  if (typeof v !== 'string' || !Object.hasOwn(tiers, v)) {
+    throw requestInvalid('tier', `tier must be one of ${Object.keys(tiers).join(', ')}.`)
+  }
+  return v
+}
+
+function keyInputContext(ctx: AdminContext, account: Account): KeyInputContext {
+  return {
+    tiers: ctx.config.limits.tiers,
+    accountTier: account.tier,
+    knownModels: new Set(ctx.config.models.map((m) => m.id)),
+    now: ctx.now(),
+    minorUnitDigits: MINOR_UNIT_DIGITS,
+  }
+}
+
+function keyInputError(e: KeyInputError): Error {
+  const detail =
+    e.code === 'LIMIT_API_KEY_POLICY_NOT_ALLOWED'
+      ? `${e.reason.charAt(0).toUpperCase()}${e.reason.slice(1)}.`
+      : `${e.field === 'body' ? 'The body' : e.field} ${e.reason}.`
+  return gatewayError(e.code, { param: e.field, detail })
+}
+
+function accountNotFound(): Error {
+  return gatewayError('REQUEST_ROUTE_NOT_FOUND', { param: 'account_id', detail: 'Account not found.' })
+}
+
+function keyNotFound(): Error {
+  return gatewayError('AUTH_API_KEY_NOT_FOUND', { param: 'key_id' })
+}
+
+function keyRevoked(): Error {
+  return gatewayError('AUTH_API_KEY_REVOKED', { param: 'key_id' })
+}
+
+async function existingAccount(ctx: AdminContext, id: string): Promise<Account> {
+  const account = await ctx.store.accounts.get(id)
+  if (!account) throw accountNotFound()
+  return account
+}
+
+async function existingKey(ctx: AdminContext, id: string): Promise<ApiKeyRecord> {
+  const key = await ctx.store.keys.get(id)
+  if (!key) throw keyNotFound()
+  return key
+}
+
+function pageLimit(v: unknown): number {
+  if (v === undefined) return DEFAULT_PAGE_LIMIT
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,7}$/.test(v) ? Number(v) : NaN
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_LIMIT) {
+    throw requestInvalid('limit', `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.`)
+  }
+  return n
+}
+
+// ---- accounts ----------------------------------------------------------------------------
+
+/** `{ name, tier? }`; the tier defaults to `limits.default_tier`. */
+export async function createAccount(ctx: AdminContext, body: unknown): Promise<AccountView> {
+  const input = bodyObject(body)
+  onlyFields(input, new Set(['name', 'tier']))
+  const name = accountName(input.get('name'))
+  const tier = input.get('tier') === undefined ? ctx.config.limits.default_tier : tierName(ctx, input.get('tier'))
+  return accountView(await ctx.store.accounts.create({ name, tier }))
+}
+
+/** Oldest first; `after` is the `next_after` of the previous page. */
+export async function listAccounts(ctx: AdminContext, query: unknown = {}): Promise<Page<AccountView>> {
+  const input = bodyObject(query)
+  onlyFields(input, new Set(['limit', 'after']))
+  const limit = pageLimit(input.get('limit'))
+  const after = input.get('after')
+  if (after !== undefined && (typeof after !== 'string' || after === '')) {
+    throw requestInvalid('after', 'after must be an account id.')
+  }
+  // An unknown cursor would silently read as an empty last page.
+  if (after !== undefined && !(await ctx.store.accounts.get(after))) {
+    throw requestInvalid('after', 'after names no account.')
+  }
+  const rows = await ctx.store.accounts.list({ limit: limit + 1, ...(after === undefined ? {} : { after }) })
+  const data = rows.slice(0, limit).map(accountView)
+  const hasMore = rows.length > limit
+  return { data, has_more: hasMore, next_after: hasMore ? (data[data.length - 1]?.id ?? null) : null }
+}
+
+export async function getAccount(ctx: AdminContext, id: string): Promise<AccountView> {
+  return accountView(await existingAccount(ctx, id))
+}
+
+/**
+ * `{ name?, status?: "active" | "suspended", tier? }`. Lowering the tier leaves existing key
+ * policies as they are: the limits stage resolves a key's policy no higher than its account's tier.
+ */
+export async function updateAccount(ctx: AdminContext, id: string, body: unknown): Promise<AccountView> {
+  const input = bodyObject(body)
+  onlyFields(input, ACCOUNT_FIELDS)
+  const patch: AccountPatch = {}
+  if (input.get('name') !== undefined) patch.name = accountName(input.get('name'))
+  if (input.get('tier') !== undefined) patch.tier = tierName(ctx, input.get('tier'))
+  const status = input.get('status')
+  if (status !== undefined) {
+    if (status !== 'active' && status !== 'suspended') {
+      throw requestInvalid('status', 'status must be "active" or "suspended".')
+    }
+    patch.status = status
+  }
+  const result = await ctx.store.accounts.update(id, patch)
+  if (!result.ok) throw accountNotFound()
+  return accountView(result.value)
+}
+
+// ---- keys --------------------------------------------------------------------------------
+
+/** A new `sk-` key; the answer is the only one besides reveal that carries the plaintext. */
+export async function createKey(ctx: AdminContext, accountId: string, body: unknown): Promise<RevealedKeyView> {
+  const account = await existingAccount(ctx, accountId)
+  const fields = validateKeyInput(body, keyInputContext(ctx, account))
+  if (!fields.ok) throw keyInputError(fields)
+  const created = await ctx.store.keys.create({ accountId, ...fields.value })
+  if (!created.ok) throw accountNotFound()
+  return { ...keyView(created.value.record, ctx.now()), key: created.value.plaintext }
+}
+
+/** Every key of the account, oldest first, revoked ones included. */
+export async function listKeys(ctx: AdminContext, accountId: string): Promise<Page<KeyView>> {
+  await existingAccount(ctx, accountId)
+  const now = ctx.now()
+  const data = (await ctx.store.keys.listByAccount(accountId)).map((k) => keyView(k, now))
+  return { data, has_more: false, next_after: null }
+}
+
+export async function getKey(ctx: AdminContext, id: string): Promise<KeyView> {
+  return keyView(await existingKey(ctx, id), ctx.now())
+}
+
+/** Any subset of the create fields; null clears a nullable one. A revoked key is final. */
+export async function updateKey(ctx: AdminContext, id: string, body: unknown): Promise<KeyView> {
+  const key = await existingKey(ctx, id)
+  if (key.revokedAt !== null) throw keyRevoked()
+  const patch = validateKeyPatch(body, keyInputContext(ctx, await existingAccount(ctx, key.accountId)))
+  if (!patch.ok) throw keyInputError(patch)
+  const result = await ctx.store.keys.update(id, patch.value)
+  if (!result.ok) throw result.error === 'revoked' ? keyRevoked() : keyNotFound()
+  return keyView(result.value, ctx.now())
+}
+
+/** Idempotent: revoking a revoked key answers it unchanged (the first revoked_at stays). */
+export async function revokeKey(ctx: AdminContext, id: string): Promise<KeyView> {
+  const result = await ctx.store.keys.revoke(id)
+  if (!result.ok) throw keyNotFound()
+  return keyView(result.value, ctx.now())
+}
+
+export async function revealKey(ctx: AdminContext, id: string): Promise<RevealedKeyView> {
+  const key = await existingKey(ctx, id)
+  const result = await ctx.store.keys.reveal(id)
+  if (!result.ok) {
+    if (result.error === 'revoked') throw keyRevoked()
+    if (result.error === 'not_revealable') throw gatewayError('AUTH_API_KEY_NOT_REVEALABLE', { param: 'key_id' })
+    throw keyNotFound()
+  }
+  return { ...keyView(key, ctx.now()), key: result.value }
+}
+
+/**
+ * `{ key: "gw_live_…", name, ...create fields }`: registers a key of the old system by its
+ * hash only. The answer never echoes the plaintext, and the key can never be revealed.
+ */
+export async function importLegacyKey(ctx: AdminContext, accountId: string, body: unknown): Promise<KeyView> {
+  const account = await existingAccount(ctx, accountId)
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw gatewayError('AUTH_API_KEY_CONFIGURATION_INVALID', { param: 'body', detail: 'The body must be a JSON object.' })
+  }
+  const { key, ...rest } = body as Record<string, unknown>
+  if (typeof key !== 'string' || !isLegacyKey(key)) {
+    const detail = key === undefined ? 'key is required: the gw_live_ key to import.' : 'key must be a legacy gw_live_ key.'
+    throw gatewayError('AUTH_API_KEY_CONFIGURATION_INVALID', { param: 'key', detail })
+  }
+  const fields = validateKeyInput(rest, keyInputContext(ctx, account))
+  if (!fields.ok) throw keyInputError(fields)
+  const result = await ctx.store.keys.importLegacy(accountId, key, fields.value)
+  if (!result.ok) {
+    if (result.error === 'account_not_found') throw accountNotFound()
+    const detail = result.error === 'duplicate' ? 'This key is already registered.' : 'key must be a legacy gw_live_ key.'
+    throw gatewayError('AUTH_API_KEY_CONFIGURATION_INVALID', { param: 'key', detail })
+  }
+  return keyView(result.value, ctx.now())
+}
+
+// ---- models ------------------------------------------------------------------------------
+
+/** The catalogue as configured, every status included. */
+export function listModels(ctx: AdminContext): Page<ModelView> {
+  return { data: ctx.config.models.map(modelView), has_more: false, next_after: null }
+}
