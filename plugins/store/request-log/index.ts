@@ -1,0 +1,6 @@
+// Request log: the row contract, both backends' stores (reached through Store.requestLog)
+// and the writer that keeps inserts off the hot path.
+export type { BillingStatus, RequestLogPage, RequestLogQuery, RequestLogRow, RequestLogStore, RequestUsage } from './types.js'
+export { BILLING_STATUSES, assertRequestLogRows, checkRequestLogRow, looksLikeKey } from './validate.js'
+export { RequestLogError, RequestLogWriter, systemTimers } from './writer.js'
+export type { RequestLogErrorCode, RequestLogWriterOptions, WriterTimers } from './writer.js'
