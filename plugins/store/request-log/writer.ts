@@ -42,7 +42,7 @@ export class RequestLogError extends Error {
 }
 
 export interface RequestLogWriterOptions {
-  /** Rows per insert; default 500. With SQLite one batch holds the event loop ~1 ms. */
+  /** Rows per insert; default 500. With SQLite a batch holds the event loop ~4 ms (measured). */
   maxBatch?: number
   /** Longest a queued row waits before a flush starts; default 100. */
   flushIntervalMs?: number
