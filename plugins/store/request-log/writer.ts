@@ -4,6 +4,7 @@
 // puts its rows back at the front and retries with exponential backoff; the queue is
 // bounded by maxQueue (the oldest rows not in flight are dropped and reported). close()
 // drains everything, including rows written while it runs, before it resolves.
+import { RequestLogError } from './errors.js'
 import { RowQueue } from './row-queue.js'
 import type { RequestLogRow, RequestLogStore } from './types.js'
 import { checkRequestLogRow, looksLikeKey } from './validate.js'
@@ -17,28 +18,6 @@ export interface WriterTimers {
 export const systemTimers: WriterTimers = {
   setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-}
-
-/**
- * FLUSH_FAILED: an insert failed; the rows are kept and retried (`dropped` false).
- * QUEUE_FULL: more than maxQueue rows were pending; these oldest ones were dropped.
- * INVALID_ROW: refused by write() (see checkRequestLogRow); never queued.
- * WRITER_CLOSED: written after close() resolved; not stored.
- * CLOSE_TIMEOUT: close() gave up after closeTimeoutMs (database down); not stored.
- */
-export type RequestLogErrorCode = 'FLUSH_FAILED' | 'QUEUE_FULL' | 'INVALID_ROW' | 'WRITER_CLOSED' | 'CLOSE_TIMEOUT'
-
-export class RequestLogError extends Error {
-  override readonly name = 'RequestLogError'
-  readonly code: RequestLogErrorCode
-  /** True when the rows handed to onError with this error will never be stored. */
-  readonly dropped: boolean
-
-  constructor(code: RequestLogErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.code = code
-    this.dropped = code !== 'FLUSH_FAILED'
-  }
 }
 
 export interface RequestLogWriterOptions {
