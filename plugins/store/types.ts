@@ -3,6 +3,7 @@
 import type { Database } from 'better-sqlite3'
 import type { Pool } from 'pg'
 import type { InvalidationBus } from '../keys/invalidation-bus.js'
+import type { RequestLogStore } from './request-log/types.js'
 
 export type AccountStatus = 'active' | 'suspended'
 
@@ -111,6 +112,8 @@ export interface Store {
   readonly kind: 'sqlite' | 'pg'
   readonly accounts: AccountStore
   readonly keys: KeyStore
+  /** One row per request; written through a RequestLogWriter, never on the hot path. */
+  readonly requestLog: RequestLogStore
   /** Where mutations publish; KeyCache instances subscribe to it. */
   readonly bus: InvalidationBus
   readonly backend: StoreBackend

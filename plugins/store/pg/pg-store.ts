@@ -1,6 +1,8 @@
 import pg from 'pg'
 import type { StoreContext } from '../context.js'
 import { pgMigrations } from '../migrations/pg/index.js'
+import { createPgRequestLogStore } from '../request-log/pg-request-log.js'
+import type { RequestLogStore } from '../request-log/types.js'
 import type { AccountStore, KeyStore, StoreBackend } from '../types.js'
 import { createPgAccountStore } from './pg-accounts.js'
 import { createPgKeyStore } from './pg-keys.js'
@@ -10,6 +12,7 @@ export interface PgParts {
   backend: StoreBackend
   accounts: AccountStore
   keys: KeyStore
+  requestLog: RequestLogStore
   close(): Promise<void>
 }
 
@@ -44,6 +47,7 @@ export async function openPg(opts: OpenPgOptions, ctx: StoreContext): Promise<Pg
     backend: { kind: 'pg', pool },
     accounts: createPgAccountStore(pool, ctx),
     keys: createPgKeyStore(pool, ctx),
+    requestLog: createPgRequestLogStore(pool),
     close: () => pool.end(),
   }
 }

@@ -3,6 +3,8 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
 import { sqliteMigrations } from '../migrations/sqlite/index.js'
+import { createSqliteRequestLogStore } from '../request-log/sqlite-request-log.js'
+import type { RequestLogStore } from '../request-log/types.js'
 import type { AccountStore, KeyStore, StoreBackend } from '../types.js'
 import { createSqliteAccountStore } from './sqlite-accounts.js'
 import { createSqliteKeyStore } from './sqlite-keys.js'
@@ -15,6 +17,7 @@ export interface SqliteParts {
   backend: StoreBackend
   accounts: AccountStore
   keys: KeyStore
+  requestLog: RequestLogStore
   close(): void
 }
 
@@ -40,6 +43,7 @@ export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
     backend: { kind: 'sqlite', db },
     accounts: createSqliteAccountStore(db, ctx),
     keys: createSqliteKeyStore(db, ctx),
+    requestLog: createSqliteRequestLogStore(db),
     close: () => db.close(),
   }
 }

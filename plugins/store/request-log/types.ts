@@ -1,0 +1,85 @@
+// The request log contract: one row per gateway request, written off the hot path by
+// RequestLogWriter and read by the admin and console APIs. SQLite and PostgreSQL
+// implement it and pass the same contract tests (test/store-request-log*.test.ts).
+
+export type BillingStatus = 'BILLED' | 'NOT_BILLED' | 'PENDING' | 'UNKNOWN'
+
+/** What the request consumed, in every billing unit the catalogue knows. */
+export interface RequestUsage {
+  inputTokens: number
+  outputTokens: number
+  cachedInputTokens: number
+  images: number
+  audioSeconds: number
+  characters: number
+  calls: number
+  jobs: number
+}
+
+/**
+ * One request as the gateway answered it. There is deliberately no field that could hold
+ * an API key: `keyId` is the key's row id (`key_…`), never the key itself.
+ */
+export interface RequestLogRow {
+  requestId: string
+  accountId: string | null
+  /** The key's id, never the key. */
+  keyId: string | null
+  /** e.g. `POST /v1/chat/completions` */
+  route: string
+  operation: string
+  requestedModel: string | null
+  answeredModel: string | null
+  /** HTTP status sent to the client. */
+  status: number
+  /** completed | refused | upstream_error | stream_interrupted | client_disconnected */
+  outcome: string
+  errorCode: string | null
+  stream: boolean
+  usage: RequestUsage | null
+  /** true: usage reported by the upstream; false: estimated by the gateway. */
+  usageReported: boolean | null
+  /** Posted cost, nano-units. */
+  cost: bigint | null
+  /** Hold placed before the upstream call, nano-units. */
+  held: bigint | null
+  holdId: string | null
+  postingId: string | null
+  billingStatus: BillingStatus
+  /** Time spent in the gateway itself. */
+  overheadMs: number | null
+  upstreamMs: number | null
+  totalMs: number
+  createdAt: Date
+}
+
+export interface RequestLogQuery {
+  accountId?: string
+  /** Inclusive lower bound on createdAt. */
+  from?: Date
+  /** Exclusive upper bound on createdAt. */
+  to?: Date
+  /** 1..1000 */
+  limit: number
+  /** `nextBefore` of the previous page. */
+  before?: string
+}
+
+export interface RequestLogPage {
+  /** Newest first (createdAt, then requestId, descending). */
+  rows: RequestLogRow[]
+  /** Cursor of the next (older) page; null when this page is the last. */
+  nextBefore: string | null
+}
+
+export interface RequestLogStore {
+  /**
+   * Durable batched insert of many rows in one statement / transaction: all or none.
+   * Duplicate requestId (in the table or within the batch): the first is kept, the rest ignored.
+   * Throws RangeError before touching the database when a row is malformed (see checkRequestLogRow).
+   */
+  insertMany(rows: readonly RequestLogRow[]): Promise<void>
+  /** Newest first; throws RangeError on a bad limit or cursor. */
+  list(q: RequestLogQuery): Promise<RequestLogPage>
+  get(requestId: string): Promise<RequestLogRow | null>
+}
