@@ -19,7 +19,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     throw err
   }
   const services = await openServices({ ...serviceEnvFromProcess(), defaultTier: loaded.config.limits.default_tier })
-  const app = await buildServer({ config: loaded.config, services })
+  const app = await buildServer({ config: loaded.config, services, adminToken: process.env.GATEWAY_ADMIN_TOKEN })
   app.addHook('onClose', async () => { await services.close() })
   const { port, host } = loaded.config.server
   await app.listen({ port, host })

@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
+import { ADMIN_PREFIX } from '../admin/constants.js'
+import { adminRoutes } from '../admin/routes.js'
 import { authStage, modelAccessStage } from '../auth/auth-stage.js'
+import { walletStage } from '../wallet/wallet-stage.js'
+import { finishRequest } from './finish-request.js'
 import { gatewayFrameworkErrors, modelGateway, type GatewayOptions } from './index.js'
 import type { GatewayServices } from './services.js'
 
@@ -15,6 +19,8 @@ export interface ServerOptions extends Omit<GatewayOptions, 'config'> {
   config: GatewayConfig
   /** Store and key cache; the caller owns them (closes them after the server). */
   services: GatewayServices
+  /** GATEWAY_ADMIN_TOKEN: the admin API under /admin/v1 exists only when it is set. */
+  adminToken?: string | undefined
   logger?: FastifyServerOptions['logger']
 }
 
@@ -36,7 +42,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   })
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/readyz', async () => ({ status: 'ready' }))
-  const { services, logger: _logger, ...gatewayOptions } = opts
+  const { services, logger: _logger, adminToken, ...gatewayOptions } = opts
   if (services.store.secretGenerated) {
     app.log.warn('GATEWAY_SECRET is not set: using the generated secret in the data directory (embedded dev mode only)')
   }
@@ -52,8 +58,22 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   const stages = [
     authStage({ config: opts.config.auth, store: services.store, cache: services.keyCache, clock: services.clock }),
     modelAccessStage,
+    walletStage({ ledger: services.store.ledger, config: opts.config.wallet }),
     ...(opts.stages ?? [])
   ]
-  await app.register(modelGateway, { ...gatewayOptions, stages, inflight })
+  const settleAndLog = finishRequest({ ledger: services.store.ledger, requestLog: services.requestLog, clock: services.clock, log: app.log })
+  const onFinish = opts.onFinish
+  await app.register(modelGateway, {
+    ...gatewayOptions,
+    stages,
+    inflight,
+    onFinish: (ctx, outcome) => {
+      settleAndLog(ctx, outcome)
+      onFinish?.(ctx, outcome)
+    }
+  })
+  if (adminToken) {
+    await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock })
+  }
   return app
 }

@@ -3,10 +3,10 @@ import { LocalInvalidationBus, type InvalidationBus } from '../keys/invalidation
 import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'
 import { systemClock, type Clock } from '../store/clock.js'
 import { openStore } from '../store/index.js'
+import { RequestLogWriter } from '../store/request-log/writer.js'
 import type { Store } from '../store/types.js'
 
-/** Redis channel on which every instance (and the CLI) publishes key and account invalidations. */
-export const KEY_INVALIDATION_CHANNEL = 'model-gateway:key-invalidation'
+import { KEY_INVALIDATION_CHANNEL } from '../admin/constants.js'
 
 export interface ServiceEnv {
   /** PostgreSQL when set (many instances), else embedded SQLite under dataDir. */
@@ -27,6 +27,8 @@ export interface ServiceEnv {
 export interface GatewayServices {
   readonly store: Store
   readonly keyCache: KeyCache
+  /** Batched request log writes; closed (drained) after the server stopped taking requests. */
+  readonly requestLog: RequestLogWriter
   readonly clock: Clock
   close (): Promise<void>
 }
@@ -63,12 +65,17 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
     throw err
   }
   const keyCache = new KeyCache({ bus, clock })
+  const requestLog = new RequestLogWriter(store.requestLog, {
+    onError: (err, rows) => process.emitWarning(`request log: ${err.message} (${rows.length} rows)`)
+  })
   return {
     store,
     keyCache,
+    requestLog,
     clock,
     async close () {
       keyCache.close()
+      await requestLog.close()
       await store.close()
       await bus.close()
     }

@@ -14,6 +14,22 @@ export interface Settled {
   capped: boolean
 }
 
+/**
+ * Ledger writes are retried: settle and release are exactly-once per hold in the ledger, so a
+ * retry after a lost acknowledgement changes nothing, and a transient database failure does
+ * not leave a served request to the reaper (which would release it unbilled).
+ */
+async function withRetry<T> (op: () => Promise<T>, attempts = 5, delayMs = 100): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await op()
+    } catch (err) {
+      if (i >= attempts) throw err
+      await new Promise((resolve) => setTimeout(resolve, delayMs * 2 ** (i - 1)))
+    }
+  }
+}
+
 const NOTHING: Settled = { billing: 'NOT_BILLED', cost: null, held: null, holdId: null, postingId: null, capped: false }
 
 /** What the request costs at the price of the model that answered, or 0 when nothing was produced. */
@@ -45,10 +61,10 @@ export async function settle (ledger: LedgerStore, ctx: RequestContext, outcome:
   if (status === 'PENDING') return { ...base, billing: 'PENDING', cost: null, postingId: null, capped: false }
   hold.closed = true
   if (status === 'NOT_BILLED') {
-    await ledger.release(hold.holdId)
+    await withRetry(async () => await ledger.release(hold.holdId))
     return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, capped: false }
   }
   const amount = chargeFor(outcome, usage)
-  const r = await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId })
+  const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
   return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: `post:${hold.holdId}`, capped: r.capped }
 }

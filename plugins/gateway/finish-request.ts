@@ -1,0 +1,75 @@
+import type { FastifyBaseLogger } from 'fastify'
+import { authOf } from '../auth/auth-stage.js'
+import type { RequestLogRow } from '../store/request-log/types.js'
+import type { RequestLogWriter } from '../store/request-log/writer.js'
+import type { LedgerStore } from '../store/ledger/types.js'
+import type { Clock } from '../store/clock.js'
+import { settle, type Settled } from '../wallet/settle.js'
+import type { Outcome, RequestContext } from './context.js'
+
+export interface FinishDeps {
+  ledger: LedgerStore
+  requestLog: RequestLogWriter
+  clock: Clock
+  log: FastifyBaseLogger
+}
+
+const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, capped: false }
+
+/** The request log row of a finished request; never holds the key, only its id. */
+export function requestRow (ctx: RequestContext, outcome: Outcome, settled: Settled, now: Date): RequestLogRow {
+  const auth = authOf(ctx)
+  const usage = outcome.usage
+  return {
+    requestId: ctx.requestId,
+    accountId: auth?.account.id ?? null,
+    keyId: auth?.key.id ?? null,
+    route: ctx.plan.id,
+    operation: ctx.plan.operation,
+    requestedModel: ctx.requestedModelId,
+    answeredModel: outcome.answeredModel?.id ?? null,
+    status: outcome.httpStatus,
+    outcome: outcome.kind,
+    errorCode: outcome.errorCode,
+    stream: ctx.body?.kind === 'json' && ctx.body.json.stream === true,
+    usage: usage === null
+      ? null
+      : {
+          inputTokens: usage.inputTokens,
+          outputTokens: usage.outputTokens,
+          cachedInputTokens: usage.cachedInputTokens,
+          images: usage.images,
+          audioSeconds: usage.audioSeconds,
+          characters: usage.characters,
+          calls: usage.calls,
+          jobs: usage.jobs
+        },
+    usageReported: usage?.reported ?? null,
+    cost: settled.cost,
+    held: settled.held,
+    holdId: settled.holdId,
+    postingId: settled.postingId,
+    billingStatus: settled.billing,
+    overheadMs: outcome.overheadMs,
+    upstreamMs: outcome.upstreamMs,
+    totalMs: Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,
+    createdAt: now
+  }
+}
+
+/**
+ * Runs once per request after its answer ended: settles the wallet hold from the metered
+ * usage, then queues the request log row (batched; never awaited on the hot path).
+ */
+export function finishRequest (deps: FinishDeps): (ctx: RequestContext, outcome: Outcome) => void {
+  return (ctx, outcome) => {
+    settle(deps.ledger, ctx, outcome, outcome.usage).then(
+      (settled) => { deps.requestLog.write(requestRow(ctx, outcome, settled, deps.clock.now())) },
+      (err: unknown) => {
+        // The hold stays open and the reaper releases it; the row says the charge is unknown.
+        deps.log.error({ err, requestId: ctx.requestId }, 'settlement failed')
+        deps.requestLog.write(requestRow(ctx, outcome, UNSETTLED, deps.clock.now()))
+      }
+    )
+  }
+}
