@@ -31,6 +31,7 @@ export interface MemoryResult {
   before: MemorySample
   peak: { rss: number, heapUsed: number }
   after: MemorySample
+  /** Peak RSS growth over the streams open at once (outcome.peakOpen). */
   rssKiBPerStream: number
   heapKiBPerStream: number
 }
@@ -135,8 +136,9 @@ export async function runMemoryTest (o: MemoryOptions): Promise<MemoryResult> {
       before,
       peak,
       after,
-      rssKiBPerStream: (peak.rss - before.rss) / o.streams / 1024,
-      heapKiBPerStream: (peak.heapUsed - before.heapUsed) / o.streams / 1024
+      // Per stream that was open at the peak: all of them unless the machine could not keep up.
+      rssKiBPerStream: (peak.rss - before.rss) / Math.max(1, outcome.peakOpen) / 1024,
+      heapKiBPerStream: (peak.heapUsed - before.heapUsed) / Math.max(1, outcome.peakOpen) / 1024
     }
   } finally {
     await running.stop()

@@ -79,5 +79,5 @@ export const MEMORY = {
   rampMs: 1000,
   targets: ['bare', 'gateway'],
   full: { chunkDelayMs: 250 },
-  quick: { chunkDelayMs: 100 }
+  quick: { chunkDelayMs: 150 }
 } as const
