@@ -26,6 +26,8 @@ export interface CpuShare {
   bench: number
   /** Everything else on the machine (other jobs, the kernel's share not charged to us). */
   other: number
+  /** Length of the measured interval. */
+  seconds: number
 }
 
 export interface CpuMeter { stop (): CpuShare | null }
@@ -47,7 +49,7 @@ export function startCpuMeter (pids: { target: number, mock: number }): CpuMeter
       const s = Number(process.hrtime.bigint() - t0) / 1e9
       const pct = (i: number): number => 100 * (b[i]! - a[i]!) / s
       const [target, mock, bench, machine] = [pct(0), pct(1), pct(2), pct(3)]
-      return { target, mock, bench, other: Math.max(0, machine - target - mock - bench) }
+      return { target, mock, bench, other: Math.max(0, machine - target - mock - bench), seconds: s }
     }
   }
 }

@@ -8,18 +8,30 @@ export interface MeasuredRun extends LoadRun {
   cpu: CpuShare | null
 }
 
+/**
+ * CPU time the target spent per completed request, in µs. Unlike req/s it hardly moves when
+ * other processes compete for the cores, so it is the steadier figure on a shared machine.
+ */
+export function cpuPerRequestUs (run: MeasuredRun): number {
+  if (run.cpu === null || run.requests === 0) return Number.NaN
+  return run.cpu.target / 100 * run.cpu.seconds / run.requests * 1e6
+}
+
 export interface ThroughputRow {
   workload: string
   target: string
   runs: MeasuredRun[]
-  median: { reqPerSec: number, p50Ms: number, p99Ms: number, bytesPerSec: number, targetCpu: number, otherCpu: number }
+  median: { reqPerSec: number, p50Ms: number, p99Ms: number, bytesPerSec: number, targetCpu: number, cpuUsPerRequest: number, otherCpu: number }
   /** req/s of this target over the baseline's on the same workload; null for the baseline. */
   ratio: number | null
+  /** Target CPU per request over the baseline's (above 1: the target costs more); null for the baseline. */
+  cpuRatio: number | null
 }
 
+/** Median of the numbers that are not NaN (NaN when none is). */
 export function median (xs: readonly number[]): number {
-  if (xs.length === 0) return Number.NaN
-  const s = [...xs].sort((a, b) => a - b)
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b)
+  if (s.length === 0) return Number.NaN
   const mid = Math.floor(s.length / 2)
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
 }
@@ -36,7 +48,7 @@ const pct = (p: number): string => Number.isNaN(p) ? 'n/a' : p.toFixed(0)
 
 export function throughputTable (rows: readonly ThroughputRow[]): string {
   return table(
-    ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'MiB/s', 'target CPU%', 'other CPU%', 'ratio vs bare'],
+    ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'MiB/s', 'CPU µs/req', 'other CPU%', 'req/s ratio', 'CPU/req ratio'],
     rows.map((r) => [
       r.workload,
       r.target,
@@ -44,11 +56,12 @@ export function throughputTable (rows: readonly ThroughputRow[]): string {
       r.median.p50Ms.toFixed(1),
       r.median.p99Ms.toFixed(1),
       mib(r.median.bytesPerSec),
-      pct(r.median.targetCpu),
+      pct(r.median.cpuUsPerRequest),
       pct(r.median.otherCpu),
-      r.ratio === null ? '-' : r.ratio.toFixed(2) + (r.ratio < 0.7 ? '  (< 0.7)' : '')
+      r.ratio === null ? '-' : r.ratio.toFixed(2) + (r.ratio < 0.7 ? ' (< 0.7)' : ''),
+      r.cpuRatio === null || Number.isNaN(r.cpuRatio) ? '-' : r.cpuRatio.toFixed(2)
     ]),
-    new Set([2, 3, 4, 5, 6, 7, 8])
+    new Set([2, 3, 4, 5, 6, 7, 8, 9])
   )
 }
 

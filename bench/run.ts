@@ -12,7 +12,7 @@ import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
 import { formatFrames, newestProfile, selfTimes } from './profile.js'
-import { median, memoryTable, throughputTable, type MeasuredRun, type ThroughputRow } from './report.js'
+import { cpuPerRequestUs, median, memoryTable, throughputTable, type MeasuredRun, type ThroughputRow } from './report.js'
 import { LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget } from './targets.js'
 
@@ -94,11 +94,12 @@ async function throughputPhase (env: Record<string, string>, mock: BenchChild, f
           if (failed(run.failures)) failures.push(`${workload.name} / ${name} run ${rep}: ${describeFailures(run.failures)}`)
           if (!s.running.child.isAlive()) throw new Error(`${name} exited during ${workload.name}`)
           runs.get(name)!.push(run)
-          const cpu = run.cpu === null ? '' : `  CPU% target ${run.cpu.target.toFixed(0)} mock ${run.cpu.mock.toFixed(0)} bench ${run.cpu.bench.toFixed(0)} other ${run.cpu.other.toFixed(0)}`
+          const cpu = run.cpu === null ? '' : `  ${cpuPerRequestUs(run).toFixed(0)} µs CPU/req  CPU% target ${run.cpu.target.toFixed(0)} mock ${run.cpu.mock.toFixed(0)} bench ${run.cpu.bench.toFixed(0)} other ${run.cpu.other.toFixed(0)}`
           log(`  ${workload.name.padEnd(20)} ${name.padEnd(10)} #${rep}  ${run.reqPerSec.toFixed(0).padStart(7)} req/s  p50 ${run.p50Ms.toFixed(1)} ms  p99 ${run.p99Ms.toFixed(1)} ms${cpu}${failed(run.failures) ? '  FAILURES' : ''}`)
         }
       }
       const baseRps = median(runs.get(BASELINE)!.map((r) => r.reqPerSec))
+      const baseCpu = median(runs.get(BASELINE)!.map(cpuPerRequestUs))
       for (const name of targets) {
         const rs = runs.get(name)!
         const m = {
@@ -107,9 +108,11 @@ async function throughputPhase (env: Record<string, string>, mock: BenchChild, f
           p99Ms: median(rs.map((r) => r.p99Ms)),
           bytesPerSec: median(rs.map((r) => r.bytesPerSec)),
           targetCpu: median(rs.map((r) => r.cpu?.target ?? Number.NaN)),
+          cpuUsPerRequest: median(rs.map(cpuPerRequestUs)),
           otherCpu: median(rs.map((r) => r.cpu?.other ?? Number.NaN))
         }
-        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: name === BASELINE ? null : m.reqPerSec / baseRps })
+        const baseline = name === BASELINE
+        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: baseline ? null : m.reqPerSec / baseRps, cpuRatio: baseline ? null : m.cpuUsPerRequest / baseCpu })
       }
     }
   } finally {
