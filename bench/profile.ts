@@ -1,6 +1,6 @@
 // Self time per function from a V8 .cpuprofile (node --cpu-prof), for `npm run bench -- --profile`.
 // Also runnable alone: tsx bench/profile.ts <file.cpuprofile> [url-substring]
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -10,7 +10,7 @@ interface CpuProfile { nodes: ProfileNode[], samples: number[], timeDeltas: numb
 
 export interface Frame {
   name: string
-  /** file:line, relative to the repository where possible. */
+  /** File (and line where known), relative to the repository where possible. */
   where: string
   selfMs: number
   /** Share of all sampled time (idle included). */
@@ -22,7 +22,9 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 function where (f: CallFrame): string {
   const url = f.url.startsWith('file://') ? fileURLToPath(f.url) : f.url
   const rel = url.startsWith(ROOT) ? url.slice(ROOT.length) : url
-  return rel === '' ? '(native)' : `${rel}:${f.lineNumber + 1}`
+  if (rel === '') return '(native)'
+  // tsx-compiled modules report every function at line 0: a line number would mislead.
+  return f.lineNumber > 0 ? `${rel}:${f.lineNumber + 1}` : rel
 }
 
 /** Self time per function, most first; `only` keeps frames whose URL contains it. */
@@ -49,9 +51,17 @@ export function selfTimes (file: string, only?: string): Frame[] {
   return frames
 }
 
-export function newestProfile (dir: string): string | undefined {
+function busyMs (file: string): number {
+  return selfTimes(file).filter((f) => f.name !== '(idle)').reduce((sum, f) => sum + f.selfMs, 0)
+}
+
+/**
+ * The profile of the thread that did the work. --cpu-prof writes one file per thread, and
+ * under tsx the module loader runs in a worker thread of its own.
+ */
+export function busiestProfile (dir: string): string | undefined {
   const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(dir, f))
-  return files.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0]
+  return files.map((f) => ({ f, busy: busyMs(f) })).sort((a, b) => b.busy - a.busy)[0]?.f
 }
 
 export function formatFrames (frames: readonly Frame[], n: number): string {

@@ -11,7 +11,7 @@ import { REPO_ROOT, type BenchChild } from './child-process.js'
 import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
-import { formatFrames, newestProfile, selfTimes } from './profile.js'
+import { busiestProfile, formatFrames, selfTimes } from './profile.js'
 import { cpuPerRequestUs, median, memoryTable, throughputTable, type MeasuredRun, type ThroughputRow } from './report.js'
 import { LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget } from './targets.js'
@@ -159,7 +159,7 @@ async function profilePhase (env: Record<string, string>): Promise<void> {
   } finally {
     await running.stop()
   }
-  const file = newestProfile(dir)
+  const file = busiestProfile(dir)
   if (file === undefined) throw new Error(`no .cpuprofile written to ${dir}`)
   log(`\nprofile: ${file}`)
   log('\nTop self time inside gateway code (plugins/):')
@@ -171,7 +171,7 @@ async function profilePhase (env: Record<string, string>): Promise<void> {
 async function main (): Promise<number> {
   const nofile = openFileLimit()
   log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
-  log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${LOAD.repetitions} alternating runs per target (median)`)
+  if (!profile) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${LOAD.repetitions} alternating runs per target (median)`)
   // Each child holds up to 2 sockets per stream in the memory test.
   if (!profile && nofile < MEMORY.streams * 2 + 256) {
     process.stderr.write(`ulimit -n ${nofile} is too low for ${MEMORY.streams} streams; run \`ulimit -n 65536\` first\n`)
