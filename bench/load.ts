@@ -67,12 +67,19 @@ export async function runLoad (o: LoadOptions): Promise<LoadRun> {
 
 /** One request outside autocannon, so a broken target fails loudly before minutes of load. */
 export async function probeOnce (o: Pick<LoadOptions, 'url' | 'workload' | 'headers'>): Promise<string | null> {
-  const res = await fetch(o.url + o.workload.path, {
-    method: o.workload.method,
-    headers: { ...o.workload.headers, ...o.headers },
-    body: o.workload.body
-  })
-  const text = await res.text()
+  let res: Response
+  let text: string
+  try {
+    res = await fetch(o.url + o.workload.path, {
+      method: o.workload.method,
+      headers: { ...o.workload.headers, ...o.headers },
+      body: o.workload.body
+    })
+    text = await res.text()
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause
+    return `request failed: ${String(err)}${cause === undefined ? '' : ` (${String(cause)})`}`
+  }
   if (res.status < 200 || res.status >= 300) return `status ${res.status}: ${text.slice(0, 300)}`
   if (!o.workload.verify(text)) return `status ${res.status} but incomplete body: ${text.slice(0, 300)}`
   return null

@@ -54,15 +54,14 @@ function groups (): Array<{ workload: Workload, targets: string[] }> {
 
 interface Started { running: RunningTarget, headers: Record<string, string> }
 
-async function startTargets (names: readonly string[], env: Record<string, string>): Promise<Map<string, Started>> {
-  const started = new Map<string, Started>()
+/** Starts and prepares each target into `started`, so the caller can stop them even if one fails. */
+async function startTargets (names: readonly string[], env: Record<string, string>, started: Map<string, Started>): Promise<void> {
   for (const name of names) {
     const target = targetNamed(name)
     const running = await target.start(env)
     started.set(name, { running, headers: {} })
     if (target.prepare) started.set(name, { running, headers: (await target.prepare(running)).headers })
   }
-  return started
 }
 
 /** Measured runs whose machine had more than this much foreign CPU use (percent of a core) are flagged. */
@@ -71,9 +70,10 @@ const BUSY_MACHINE_PCT = 20
 async function throughputPhase (env: Record<string, string>, mock: BenchChild, failures: string[]): Promise<ThroughputRow[]> {
   const plan = groups()
   const names = [...new Set(plan.flatMap((g) => g.targets))]
-  const started = await startTargets(names, env)
+  const started = new Map<string, Started>()
   const rows: ThroughputRow[] = []
   try {
+    await startTargets(names, env, started)
     for (const [name, s] of started) log(`  ${name}: pid ${s.running.pid} ${s.running.url}  (${targetNamed(name).description})`)
     for (const { workload, targets } of plan) {
       for (const name of targets) {
@@ -185,11 +185,19 @@ async function main (): Promise<number> {
   const startedAt = new Date()
   let rows: ThroughputRow[] = []
   let memory: MemoryResult[] = []
-  try {
-    if (profile) {
+  if (profile) {
+    // A diagnostic, not a measurement: nothing is written to bench/results/latest.json.
+    try {
       await profilePhase(env)
       return 0
+    } catch (err) {
+      log(`\nFAILED: ${err instanceof Error ? err.message : String(err)}`)
+      return 1
+    } finally {
+      await mock.stop()
     }
+  }
+  try {
     log('\nthroughput')
     rows = await throughputPhase(env, mock, failures)
     log(`\nmemory: ${MEMORY.streams} concurrent streams, ${MEMORY.chunks} chunks every ${memoryTiming.chunkDelayMs} ms`)
@@ -201,7 +209,6 @@ async function main (): Promise<number> {
   }
 
   if (rows.length > 0) log('\n' + throughputTable(rows))
-
   if (memory.length > 0) log('\n' + memoryTable(memory))
   const busiest = Math.max(...rows.map((r) => r.median.otherCpu).filter((x) => !Number.isNaN(x)))
   if (busiest > BUSY_MACHINE_PCT) warnings.push(`other processes used up to ${busiest.toFixed(0)}% of a core during measured runs; figures are noisy`)
@@ -231,4 +238,5 @@ async function main (): Promise<number> {
   return 0
 }
 
-process.exitCode = await main()
+// Exit explicitly: a child that failed to stop must not keep the benchmark alive.
+process.exit(await main())
