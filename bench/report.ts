@@ -67,7 +67,7 @@ export function throughputTable (rows: readonly ThroughputRow[]): string {
 
 export function memoryTable (results: readonly MemoryResult[]): string {
   return table(
-    ['target', 'streams ok', 'peak open (client/mock)', 'RSS before MiB', 'RSS peak MiB', 'RSS after MiB', 'KiB/stream (RSS)', 'KiB/stream (heap)'],
+    ['target', 'streams ok', 'peak open (client/mock)', 'RSS before MiB', 'RSS peak MiB', 'RSS after MiB', 'KiB/stream (RSS)', 'KiB/stream (heap)', 'heap MiB before/after GC'],
     results.map((m) => [
       m.target,
       `${m.outcome.complete}/${m.streams}`,
@@ -76,8 +76,9 @@ export function memoryTable (results: readonly MemoryResult[]): string {
       mib(m.peak.rss),
       mib(m.after.rss),
       m.rssKiBPerStream.toFixed(1),
-      m.heapKiBPerStream.toFixed(1)
+      m.heapKiBPerStream.toFixed(1),
+      `${mib(m.before.heapUsed)}/${mib(m.after.heapUsed)}`
     ]),
-    new Set([1, 2, 3, 4, 5, 6, 7])
+    new Set([1, 2, 3, 4, 5, 6, 7, 8])
   )
 }
