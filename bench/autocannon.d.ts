@@ -1,0 +1,43 @@
+// Minimal types for the parts of autocannon's programmatic API the benchmark uses
+// (the package ships none and @types/autocannon is not installed).
+declare module 'autocannon' {
+  export interface Options {
+    url: string
+    connections?: number
+    duration?: number
+    pipelining?: number
+    timeout?: number
+    method?: string
+    headers?: Record<string, string>
+    body?: string
+    verifyBody?: (body: string) => boolean
+  }
+
+  export interface Histogram {
+    average: number
+    mean: number
+    stddev: number
+    min: number
+    max: number
+    total: number
+    p50: number
+    p90: number
+    p97_5: number
+    p99: number
+  }
+
+  export interface Result {
+    duration: number
+    errors: number
+    timeouts: number
+    mismatches: number
+    non2xx: number
+    resets: number
+    statusCodeStats: Record<string, { count: number }>
+    latency: Histogram
+    requests: Histogram & { sent: number }
+    throughput: Histogram
+  }
+
+  export default function autocannon (opts: Options): Promise<Result>
+}

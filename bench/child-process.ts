@@ -1,0 +1,111 @@
+// Parent side of the bench protocol: fork a child under tsx, wait for its URL, sample its memory.
+import { fork, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { isFromChild, type FromChild, type MemorySample, type ToChild } from './ipc.js'
+
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+export interface ForkOptions {
+  /** Label in messages. */
+  name: string
+  /** Module under bench/children/ (or anywhere) run with `--import tsx`. */
+  entry: URL
+  env: Readonly<Record<string, string>>
+  /** Node flags added after `--import tsx --expose-gc` (e.g. --cpu-prof). */
+  execArgv?: readonly string[]
+  startTimeoutMs?: number
+}
+
+export interface BenchChild {
+  readonly name: string
+  readonly pid: number
+  readonly url: string
+  /** Resolves with the exit code once the child is gone, however it ended. */
+  readonly exited: Promise<number | null>
+  isAlive (): boolean
+  /** Calls `onSample` with a memory sample every `intervalMs` until `stopSampling`. */
+  startSampling (intervalMs: number, onSample: (s: MemorySample) => void): void
+  stopSampling (): void
+  snapshot (gc: boolean): Promise<MemorySample>
+  stop (): Promise<void>
+}
+
+export async function forkChild (opts: ForkOptions): Promise<BenchChild> {
+  const child: ChildProcess = fork(fileURLToPath(opts.entry), [], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...opts.env },
+    execArgv: ['--import', 'tsx', '--expose-gc', ...(opts.execArgv ?? [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc']
+  })
+  const pid = child.pid
+  if (pid === undefined) throw new Error(`${opts.name}: fork failed`)
+  let alive = true
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { alive = false; resolve(code) }))
+  const send = (m: ToChild): void => { if (alive && child.connected) child.send(m) }
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`${opts.name}: not ready after ${opts.startTimeoutMs ?? 30_000} ms`))
+    }, opts.startTimeoutMs ?? 30_000)
+    const onMessage = (m: unknown): void => {
+      if (!isFromChild(m)) return
+      if (m.type === 'ready') { cleanup(); resolve(m.url) }
+      if (m.type === 'failed') { cleanup(); reject(new Error(`${opts.name} failed to start:\n${m.message}`)) }
+    }
+    const onExit = (code: number | null): void => { cleanup(); reject(new Error(`${opts.name} exited (code ${code}) before it was ready`)) }
+    const cleanup = (): void => {
+      clearTimeout(timer)
+      child.off('message', onMessage)
+      child.off('exit', onExit)
+    }
+    child.on('message', onMessage)
+    child.once('exit', onExit)
+  })
+
+  let sampleHandler: ((s: MemorySample) => void) | undefined
+  let nextId = 1
+  const waiting = new Map<number, (s: MemorySample) => void>()
+  child.on('message', (m: unknown) => {
+    if (!isFromChild(m)) return
+    const msg: FromChild = m
+    if (msg.type === 'sample') sampleHandler?.(msg.sample)
+    if (msg.type === 'snapshot') {
+      waiting.get(msg.id)?.(msg.sample)
+      waiting.delete(msg.id)
+    }
+  })
+
+  return {
+    name: opts.name,
+    pid,
+    url,
+    exited,
+    isAlive: () => alive,
+    startSampling (intervalMs, onSample) {
+      sampleHandler = onSample
+      send({ type: 'sample', intervalMs })
+    },
+    stopSampling () {
+      send({ type: 'sample-stop' })
+      sampleHandler = undefined
+    },
+    snapshot (gc) {
+      const id = nextId++
+      return new Promise<MemorySample>((resolve, reject) => {
+        if (!alive) { reject(new Error(`${opts.name} is not running`)); return }
+        waiting.set(id, resolve)
+        send({ type: 'snapshot', id, gc })
+        exited.then(() => reject(new Error(`${opts.name} exited during a snapshot`)), () => {})
+      })
+    },
+    async stop () {
+      if (!alive) return
+      send({ type: 'stop' })
+      // --cpu-prof writes its profile on exit; give it time before forcing.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      await exited
+      clearTimeout(timer)
+    }
+  }
+}

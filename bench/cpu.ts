@@ -1,0 +1,55 @@
+// CPU seconds per process and for the whole machine, from /proc (Linux; null elsewhere).
+// Tells whether the target was the bottleneck and whether something outside the benchmark
+// was competing for the cores during a run.
+import { readFileSync } from 'node:fs'
+
+const TICKS_PER_SECOND = 100 // USER_HZ; 100 on every mainstream Linux build
+
+function processSeconds (pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  // Fields 14 and 15 of proc(5), utime and stime, are 12 and 13 after "pid (comm) ".
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+}
+
+function machineBusySeconds (): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number)
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = cpu
+  return (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND
+}
+
+export interface CpuShare {
+  /** Percent of one core, over the measured interval. */
+  target: number
+  mock: number
+  /** This process: the load generator. */
+  bench: number
+  /** Everything else on the machine (other jobs, the kernel's share not charged to us). */
+  other: number
+  /** Length of the measured interval. */
+  seconds: number
+}
+
+export interface CpuMeter { stop (): CpuShare | null }
+
+export function startCpuMeter (pids: { target: number, mock: number }): CpuMeter {
+  const read = (): number[] | null => {
+    try {
+      return [processSeconds(pids.target), processSeconds(pids.mock), processSeconds(process.pid), machineBusySeconds()]
+    } catch {
+      return null
+    }
+  }
+  const t0 = process.hrtime.bigint()
+  const a = read()
+  return {
+    stop () {
+      const b = read()
+      if (a === null || b === null) return null
+      const s = Number(process.hrtime.bigint() - t0) / 1e9
+      const pct = (i: number): number => 100 * (b[i]! - a[i]!) / s
+      const [target, mock, bench, machine] = [pct(0), pct(1), pct(2), pct(3)]
+      return { target, mock, bench, other: Math.max(0, machine - target - mock - bench), seconds: s }
+    }
+  }
+}

@@ -1,0 +1,242 @@
+// npm run bench [-- --quick | --profile]
+//
+// Process layout: the mock upstream, the bare proxy and the gateway each run in their own
+// child process; autocannon and the memory test's client run here. Targets are measured
+// alternately (bare, gateway, bare, gateway) in the same run and the median is reported.
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { join } from 'node:path'
+import { REPO_ROOT, type BenchChild } from './child-process.js'
+import { startCpuMeter } from './cpu.js'
+import { describeFailures, failed, probeOnce, runLoad } from './load.js'
+import { runMemoryTest, type MemoryResult } from './memory.js'
+import { busiestProfile, formatFrames, selfTimes } from './profile.js'
+import { cpuPerRequestUs, median, memoryTable, throughputTable, type MeasuredRun, type ThroughputRow } from './report.js'
+import { LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
+import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget } from './targets.js'
+
+const USAGE = 'usage: npm run bench [-- --quick | --profile]'
+const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results')
+
+const args = process.argv.slice(2)
+for (const a of args) {
+  if (a !== '--quick' && a !== '--profile') {
+    process.stderr.write(`unknown option ${a}\n${USAGE}\n`)
+    process.exit(2)
+  }
+}
+const quick = args.includes('--quick')
+const profile = args.includes('--profile')
+const timing = quick ? LOAD.quick : LOAD.full
+const memoryTiming = quick ? MEMORY.quick : MEMORY.full
+
+const log = (s: string): void => { process.stdout.write(s + '\n') }
+
+function openFileLimit (): number {
+  try {
+    return Number(execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).trim())
+  } catch {
+    return Number.NaN
+  }
+}
+
+/** Workloads in table order, each with the targets its rows name (baseline first). */
+function groups (): Array<{ workload: Workload, targets: string[] }> {
+  const out: Array<{ workload: Workload, targets: string[] }> = []
+  for (const s of SCENARIOS) {
+    let g = out.find((x) => x.workload === s.workload)
+    if (!g) out.push(g = { workload: s.workload, targets: [BASELINE] })
+    if (!g.targets.includes(s.target)) g.targets.push(s.target)
+  }
+  return out
+}
+
+interface Started { running: RunningTarget, headers: Record<string, string> }
+
+/** Starts and prepares each target into `started`, so the caller can stop them even if one fails. */
+async function startTargets (names: readonly string[], env: Record<string, string>, started: Map<string, Started>): Promise<void> {
+  for (const name of names) {
+    const target = targetNamed(name)
+    const running = await target.start(env)
+    started.set(name, { running, headers: {} })
+    if (target.prepare) started.set(name, { running, headers: (await target.prepare(running)).headers })
+  }
+}
+
+/** Measured runs whose machine had more than this much foreign CPU use (percent of a core) are flagged. */
+const BUSY_MACHINE_PCT = 20
+
+async function throughputPhase (env: Record<string, string>, mock: BenchChild, failures: string[]): Promise<ThroughputRow[]> {
+  const plan = groups()
+  const names = [...new Set(plan.flatMap((g) => g.targets))]
+  const started = new Map<string, Started>()
+  const rows: ThroughputRow[] = []
+  try {
+    await startTargets(names, env, started)
+    for (const [name, s] of started) log(`  ${name}: pid ${s.running.pid} ${s.running.url}  (${targetNamed(name).description})`)
+    for (const { workload, targets } of plan) {
+      for (const name of targets) {
+        const s = started.get(name)!
+        const problem = await probeOnce({ url: s.running.url, workload, headers: s.headers })
+        if (problem !== null) throw new Error(`${workload.name} through ${name}: ${problem}`)
+      }
+      const runs = new Map<string, MeasuredRun[]>(targets.map((t) => [t, []]))
+      for (let rep = 1; rep <= LOAD.repetitions; rep++) {
+        for (const name of targets) {
+          const s = started.get(name)!
+          const base = { url: s.running.url, workload, headers: s.headers, connections: LOAD.connections }
+          const warm = await runLoad({ ...base, durationS: timing.warmupS })
+          if (failed(warm.failures)) failures.push(`${workload.name} / ${name} warm-up ${rep}: ${describeFailures(warm.failures)}`)
+          const meter = startCpuMeter({ target: s.running.pid, mock: mock.pid })
+          const run: MeasuredRun = { ...await runLoad({ ...base, durationS: timing.durationS }), cpu: null }
+          run.cpu = meter.stop()
+          if (failed(run.failures)) failures.push(`${workload.name} / ${name} run ${rep}: ${describeFailures(run.failures)}`)
+          if (!s.running.child.isAlive()) throw new Error(`${name} exited during ${workload.name}`)
+          runs.get(name)!.push(run)
+          const cpu = run.cpu === null ? '' : `  ${cpuPerRequestUs(run).toFixed(0)} µs CPU/req  CPU% target ${run.cpu.target.toFixed(0)} mock ${run.cpu.mock.toFixed(0)} bench ${run.cpu.bench.toFixed(0)} other ${run.cpu.other.toFixed(0)}`
+          log(`  ${workload.name.padEnd(20)} ${name.padEnd(10)} #${rep}  ${run.reqPerSec.toFixed(0).padStart(7)} req/s  p50 ${run.p50Ms.toFixed(1)} ms  p99 ${run.p99Ms.toFixed(1)} ms${cpu}${failed(run.failures) ? '  FAILURES' : ''}`)
+        }
+      }
+      const baseRps = median(runs.get(BASELINE)!.map((r) => r.reqPerSec))
+      const baseCpu = median(runs.get(BASELINE)!.map(cpuPerRequestUs))
+      for (const name of targets) {
+        const rs = runs.get(name)!
+        const m = {
+          reqPerSec: median(rs.map((r) => r.reqPerSec)),
+          p50Ms: median(rs.map((r) => r.p50Ms)),
+          p99Ms: median(rs.map((r) => r.p99Ms)),
+          bytesPerSec: median(rs.map((r) => r.bytesPerSec)),
+          targetCpu: median(rs.map((r) => r.cpu?.target ?? Number.NaN)),
+          cpuUsPerRequest: median(rs.map(cpuPerRequestUs)),
+          otherCpu: median(rs.map((r) => r.cpu?.other ?? Number.NaN))
+        }
+        const baseline = name === BASELINE
+        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: baseline ? null : m.reqPerSec / baseRps, cpuRatio: baseline ? null : m.cpuUsPerRequest / baseCpu })
+      }
+    }
+  } finally {
+    for (const s of started.values()) await s.running.stop()
+  }
+  return rows
+}
+
+async function memoryPhase (env: Record<string, string>, mock: BenchChild, failures: string[], warnings: string[]): Promise<MemoryResult[]> {
+  const results: MemoryResult[] = []
+  // Every stream needs its own upstream connection: the bare proxy's pool must hold them all
+  // (the gateway's pool for the mock origin is the sum of gateway.yaml's providers, 3136).
+  const memoryEnv = { ...env, BENCH_UPSTREAM_CONNECTIONS: String(Math.max(1024, MEMORY.streams * 2)) }
+  for (const name of MEMORY.targets) {
+    const m = await runMemoryTest({
+      target: targetNamed(name),
+      env: memoryEnv,
+      mock,
+      streams: MEMORY.streams,
+      chunks: MEMORY.chunks,
+      chunkDelayMs: memoryTiming.chunkDelayMs,
+      rampMs: MEMORY.rampMs,
+      sampleIntervalMs: MEMORY.sampleIntervalMs
+    })
+    log(`  ${name.padEnd(10)} ${m.outcome.complete}/${m.streams} complete in ${(m.outcome.wallMs / 1000).toFixed(1)} s, peak RSS +${((m.peak.rss - m.before.rss) / 1024 / 1024).toFixed(1)} MiB`)
+    if (m.outcome.failed > 0) failures.push(`memory / ${name}: ${m.outcome.failed} of ${m.streams} streams failed: ${m.outcome.failures.join('; ')}`)
+    // A busy machine may not hold them all open at once: say so, the figure is per open stream.
+    if (m.outcome.peakOpen < m.streams) warnings.push(`memory / ${name}: only ${m.outcome.peakOpen} of ${m.streams} streams were open at once; KiB/stream is per open stream`)
+    results.push(m)
+  }
+  return results
+}
+
+async function profilePhase (env: Record<string, string>): Promise<void> {
+  const dir = join(RESULTS_DIR, 'profiles')
+  rmSync(dir, { recursive: true, force: true })
+  mkdirSync(dir, { recursive: true })
+  const running = await gatewayTarget.start(env, { execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`] })
+  try {
+    for (const { workload } of groups()) {
+      const run = await runLoad({ url: running.url, workload, headers: {}, connections: LOAD.connections, durationS: timing.warmupS + timing.durationS })
+      log(`  ${workload.name.padEnd(20)} gateway (profiled)  ${run.reqPerSec.toFixed(0)} req/s${failed(run.failures) ? '  ' + describeFailures(run.failures) : ''}`)
+    }
+  } finally {
+    await running.stop()
+  }
+  const file = busiestProfile(dir)
+  if (file === undefined) throw new Error(`no .cpuprofile written to ${dir}`)
+  log(`\nprofile: ${file}`)
+  log('\nTop self time inside gateway code (plugins/):')
+  log(formatFrames(selfTimes(file, '/plugins/'), 10))
+  log('\nTop self time overall:')
+  log(formatFrames(selfTimes(file), 15))
+}
+
+async function main (): Promise<number> {
+  const nofile = openFileLimit()
+  log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
+  if (!profile) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${LOAD.repetitions} alternating runs per target (median)`)
+  // Each child holds up to 2 sockets per stream in the memory test.
+  if (!profile && nofile < MEMORY.streams * 2 + 256) {
+    process.stderr.write(`ulimit -n ${nofile} is too low for ${MEMORY.streams} streams; run \`ulimit -n 65536\` first\n`)
+    return 1
+  }
+  const mock = await startMock()
+  const env = { BENCH_UPSTREAM_URL: mock.url }
+  log(`  mock upstream: pid ${mock.pid} ${mock.url}`)
+  const failures: string[] = []
+  const warnings: string[] = []
+  const startedAt = new Date()
+  let rows: ThroughputRow[] = []
+  let memory: MemoryResult[] = []
+  if (profile) {
+    // A diagnostic, not a measurement: nothing is written to bench/results/latest.json.
+    try {
+      await profilePhase(env)
+      return 0
+    } catch (err) {
+      log(`\nFAILED: ${err instanceof Error ? err.message : String(err)}`)
+      return 1
+    } finally {
+      await mock.stop()
+    }
+  }
+  try {
+    log('\nthroughput')
+    rows = await throughputPhase(env, mock, failures)
+    log(`\nmemory: ${MEMORY.streams} concurrent streams, ${MEMORY.chunks} chunks every ${memoryTiming.chunkDelayMs} ms`)
+    memory = await memoryPhase(env, mock, failures, warnings)
+  } catch (err) {
+    failures.push(err instanceof Error ? err.message : String(err))
+  } finally {
+    await mock.stop()
+  }
+
+  if (rows.length > 0) log('\n' + throughputTable(rows))
+  if (memory.length > 0) log('\n' + memoryTable(memory))
+  const busiest = Math.max(...rows.map((r) => r.median.otherCpu).filter((x) => !Number.isNaN(x)))
+  if (busiest > BUSY_MACHINE_PCT) warnings.push(`other processes used up to ${busiest.toFixed(0)}% of a core during measured runs; figures are noisy`)
+  for (const w of warnings) log(`\nwarning: ${w}`)
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  const file = join(RESULTS_DIR, 'latest.json')
+  writeFileSync(file, JSON.stringify({
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    quick,
+    node: process.version,
+    cores: cpus().length,
+    openFileLimit: nofile,
+    load: { connections: LOAD.connections, repetitions: LOAD.repetitions, ...timing },
+    memorySettings: { streams: MEMORY.streams, chunks: MEMORY.chunks, sampleIntervalMs: MEMORY.sampleIntervalMs, ...memoryTiming },
+    throughput: rows,
+    memory,
+    warnings,
+    failures
+  }, null, 2) + '\n')
+  log(`\nresults: ${file}`)
+  if (failures.length > 0) {
+    log(`\nFAILED: ${failures.length} problem(s); these figures are not valid:`)
+    for (const f of failures) log(`  - ${f}`)
+    return 1
+  }
+  return 0
+}
+
+// Exit explicitly: a child that failed to stop must not keep the benchmark alive.
+process.exit(await main())

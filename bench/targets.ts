@@ -1,0 +1,66 @@
+// What the benchmark measures: each target is a server in its own child process in front of
+// the mock upstream. The bare proxy is the baseline every other target is divided by.
+import { forkChild, type BenchChild } from './child-process.js'
+
+/** Environment for a target's child: at least BENCH_UPSTREAM_URL (the mock's URL). */
+export type TargetEnv = Readonly<Record<string, string>>
+
+export interface StartOptions {
+  /** Extra node flags for the child (e.g. --cpu-prof). */
+  execArgv?: readonly string[]
+}
+
+export interface RunningTarget {
+  url: string
+  pid: number
+  stop (): Promise<void>
+  /** The child process, for memory samples. */
+  child: BenchChild
+}
+
+export interface Target {
+  readonly name: string
+  readonly description: string
+  start (env: TargetEnv, opts?: StartOptions): Promise<RunningTarget>
+  /** Runs once after start, before any load: seeds what the target needs and names the request headers to send. */
+  prepare? (running: RunningTarget): Promise<{ headers: Record<string, string> }>
+}
+
+/** A target whose server is one of the modules in bench/children/. */
+export function childTarget (name: string, description: string, entry: URL, extraEnv: TargetEnv = {}): Target {
+  return {
+    name,
+    description,
+    async start (env, opts = {}) {
+      const child = await forkChild({ name, entry, env: { ...extraEnv, ...env }, execArgv: opts.execArgv ?? [] })
+      return { url: child.url, pid: child.pid, stop: () => child.stop(), child }
+    }
+  }
+}
+
+export const BASELINE = 'bare'
+
+export const bareProxyTarget = childTarget(
+  BASELINE,
+  'Fastify 5 + @fastify/http-proxy, undici connections 1024, pipelining 1',
+  new URL('./children/bare-proxy.ts', import.meta.url)
+)
+
+export const gatewayTarget = childTarget(
+  'gateway',
+  'buildServer(gateway.yaml), logger off, no auth or billing stages',
+  new URL('./children/gateway.ts', import.meta.url)
+)
+
+/** Every target a scenario or the memory test may name. Later slices add theirs here. */
+export const TARGETS: ReadonlyMap<string, Target> = new Map([bareProxyTarget, gatewayTarget].map((t) => [t.name, t]))
+
+export function targetNamed (name: string): Target {
+  const t = TARGETS.get(name)
+  if (!t) throw new Error(`unknown bench target ${name}; known: ${[...TARGETS.keys()].join(', ')}`)
+  return t
+}
+
+export async function startMock (): Promise<BenchChild> {
+  return await forkChild({ name: 'mock-upstream', entry: new URL('./children/mock-upstream.ts', import.meta.url), env: {} })
+}
