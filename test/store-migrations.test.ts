@@ -108,11 +108,11 @@ t.test('SQLite: a later migration applies on top (the runner is generic)', async
   const db = new Database(join(dir, 'gateway.db'))
   t.teardown(() => db.close())
   const clock = new ManualClock()
-  const extra: Migration = { version: 2, name: 'ledger', sql: 'CREATE TABLE ledger (id TEXT PRIMARY KEY)' }
-  t.same(runSqliteMigrations(db, sqliteMigrations, clock), [1])
-  t.same(runSqliteMigrations(db, [...sqliteMigrations, extra], clock), [2])
+  const extra: Migration = { version: 900, name: 'extra', sql: 'CREATE TABLE extra (id TEXT PRIMARY KEY)' }
+  t.same(runSqliteMigrations(db, sqliteMigrations, clock), sqliteMigrations.map((m) => m.version))
+  t.same(runSqliteMigrations(db, [...sqliteMigrations, extra], clock), [900])
   t.same(runSqliteMigrations(db, [...sqliteMigrations, extra], clock), [])
-  const broken: Migration = { version: 3, name: 'broken', sql: 'CREATE TABLE ok3 (x INT); CREATE TABLE nope (' }
+  const broken: Migration = { version: 901, name: 'broken', sql: 'CREATE TABLE ok3 (x INT); CREATE TABLE nope (' }
   t.throws(() => runSqliteMigrations(db, [...sqliteMigrations, extra, broken], clock))
   t.equal(Number(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'ok3'").pluck().get()), 0, 'rolled back whole')
 })
@@ -136,7 +136,11 @@ t.test('PostgreSQL: 5 instances starting at once on a fresh schema', async (t) =
     'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
     [schema],
   )
-  t.same(tables.rows.map((r) => r.table_name), ['accounts', 'api_keys', 'schema_migrations'], 'tables in the schema')
+  t.same(
+    tables.rows.map((r) => r.table_name),
+    ['accounts', 'api_keys', 'holds', 'ledger_entries', 'schema_migrations', 'wallets'],
+    'tables in the schema',
+  )
   const account = await stores[0]?.accounts.create({ name: 'shared' })
   t.same(await stores[4]?.accounts.get(account?.id ?? ''), account, 'instances share the data')
 })
@@ -151,10 +155,14 @@ t.test('PostgreSQL: concurrent runners apply each migration exactly once', async
     await pools[0]?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await Promise.all(pools.map((p) => p.end()))
   })
-  const extra: Migration = { version: 2, name: 'ledger', sql: 'CREATE TABLE ledger (id TEXT PRIMARY KEY)' }
+  const extra: Migration = { version: 900, name: 'extra', sql: 'CREATE TABLE extra (id TEXT PRIMARY KEY)' }
   const results = await Promise.all(pools.map((p) => runPgMigrations(p, [...pgMigrations, extra], schema)))
-  t.same(results.flat().sort(), [1, 2], 'every version applied by exactly one runner')
-  const broken: Migration = { version: 3, name: 'broken', sql: 'CREATE TABLE ok3 (x INT); CREATE TABLE nope (' }
+  t.same(
+    results.flat().sort((a, b) => a - b),
+    [...pgMigrations.map((m) => m.version), 900],
+    'every version applied by exactly one runner',
+  )
+  const broken: Migration = { version: 901, name: 'broken', sql: 'CREATE TABLE ok3 (x INT); CREATE TABLE nope (' }
   await t.rejects(runPgMigrations(pools[0] as pg.Pool, [...pgMigrations, extra, broken], schema))
   const ok3 = await pools[1]?.query("SELECT to_regclass('ok3') AS t")
   t.equal(ok3?.rows[0]?.t, null, 'a failed migration is rolled back whole')

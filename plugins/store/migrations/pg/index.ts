@@ -1,5 +1,6 @@
 // Ordered PostgreSQL migrations. Append new files here; never edit a released one.
 import type { Migration } from '../../migrate.js'
 import { accountsKeys } from './001-accounts-keys.js'
+import { ledger } from './002-ledger.js'
 
-export const pgMigrations: readonly Migration[] = [accountsKeys]
+export const pgMigrations: readonly Migration[] = [accountsKeys, ledger]

@@ -1,5 +1,6 @@
 // Ordered SQLite migrations. Append new files here; never edit a released one.
 import type { Migration } from '../../migrate.js'
 import { accountsKeys } from './001-accounts-keys.js'
+import { ledger } from './002-ledger.js'
 
-export const sqliteMigrations: readonly Migration[] = [accountsKeys]
+export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger]
