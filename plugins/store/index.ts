@@ -70,6 +70,7 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
     kind: parts.backend.kind,
     accounts: parts.accounts,
     keys: parts.keys,
+    ledger: parts.ledger,
     bus,
     backend: parts.backend,
     secretGenerated: resolved.generated,
@@ -86,6 +87,8 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
 export type { Clock, IdSource } from './clock.js'
 export { randomIds, systemClock } from './clock.js'
 export type * from './types.js'
+export type * from './ledger/types.js'
+export { UnknownAccountError, UnknownHoldError } from './ledger/index.js'
 export { DEFAULT_MINOR_UNIT_DIGITS, KEY_INPUT_FIELDS, validateKeyInput, validateKeyPatch } from './validate-key-input.js'
 export type { KeyInputContext, KeyInputError, KeyInputResult, NewKeyFields } from './validate-key-input.js'
 export { MigrationError } from './migrate.js'

@@ -3,6 +3,7 @@
 import type { Database } from 'better-sqlite3'
 import type { Pool } from 'pg'
 import type { InvalidationBus } from '../keys/invalidation-bus.js'
+import type { LedgerStore } from './ledger/types.js'
 
 export type AccountStatus = 'active' | 'suspended'
 
@@ -111,6 +112,8 @@ export interface Store {
   readonly kind: 'sqlite' | 'pg'
   readonly accounts: AccountStore
   readonly keys: KeyStore
+  /** Prepaid wallets: credits, holds, settlements. */
+  readonly ledger: LedgerStore
   /** Where mutations publish; KeyCache instances subscribe to it. */
   readonly bus: InvalidationBus
   readonly backend: StoreBackend

@@ -1,5 +1,7 @@
 import pg from 'pg'
 import type { StoreContext } from '../context.js'
+import { createPgLedgerStore } from '../ledger/pg-ledger.js'
+import type { LedgerStore } from '../ledger/types.js'
 import { pgMigrations } from '../migrations/pg/index.js'
 import type { AccountStore, KeyStore, StoreBackend } from '../types.js'
 import { createPgAccountStore } from './pg-accounts.js'
@@ -10,6 +12,7 @@ export interface PgParts {
   backend: StoreBackend
   accounts: AccountStore
   keys: KeyStore
+  ledger: LedgerStore
   close(): Promise<void>
 }
 
@@ -40,10 +43,16 @@ export async function openPg(opts: OpenPgOptions, ctx: StoreContext): Promise<Pg
     await pool.end()
     throw err
   }
+  const ledger = createPgLedgerStore(pool, ctx)
   return {
     backend: { kind: 'pg', pool },
     accounts: createPgAccountStore(pool, ctx),
     keys: createPgKeyStore(pool, ctx),
-    close: () => pool.end(),
+    ledger,
+    // Queued holds and settles are answered before the pool goes.
+    close: async () => {
+      await ledger.close()
+      await pool.end()
+    },
   }
 }

@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
+import { createSqliteLedgerStore } from '../ledger/sqlite-ledger.js'
+import type { LedgerStore } from '../ledger/types.js'
 import { sqliteMigrations } from '../migrations/sqlite/index.js'
 import type { AccountStore, KeyStore, StoreBackend } from '../types.js'
 import { createSqliteAccountStore } from './sqlite-accounts.js'
@@ -15,6 +17,7 @@ export interface SqliteParts {
   backend: StoreBackend
   accounts: AccountStore
   keys: KeyStore
+  ledger: LedgerStore
   close(): void
 }
 
@@ -40,6 +43,7 @@ export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
     backend: { kind: 'sqlite', db },
     accounts: createSqliteAccountStore(db, ctx),
     keys: createSqliteKeyStore(db, ctx),
+    ledger: createSqliteLedgerStore(db, ctx),
     close: () => db.close(),
   }
 }
