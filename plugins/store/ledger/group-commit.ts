@@ -14,6 +14,8 @@ export interface GroupCommitOptions {
   maxBatch: number
   /** Most batches in flight at once (each on its own connection). */
   maxInFlight: number
+  /** Called after every batch with its size and duration (metrics, benchmarks). */
+  onBatch?: ((size: number, ms: number) => void) | undefined
 }
 
 interface Pending<I, O> {
@@ -101,6 +103,7 @@ export class GroupCommit<I, O> {
 
   private async execute(batch: Array<Pending<I, O>>): Promise<void> {
     const retry: Array<Pending<I, O>> = []
+    const started = performance.now()
     try {
       const outcomes = await this.run(batch.map((p) => p.item))
       if (outcomes.length !== batch.length) throw new Error(`batch answered ${outcomes.length} of ${batch.length} items`)
@@ -117,6 +120,11 @@ export class GroupCommit<I, O> {
       this.queue.unshift(...retry)
       this.inFlight--
       this.pump()
+    }
+    try {
+      this.opts.onBatch?.(batch.length, performance.now() - started)
+    } catch {
+      // An observer's bug must not stall the queue.
     }
   }
 }
