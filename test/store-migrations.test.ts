@@ -138,8 +138,11 @@ t.test('PostgreSQL: 5 instances starting at once on a fresh schema', async (t) =
     'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
     [schema],
   )
-  const names = tables.rows.map((r) => r.table_name)
-  t.ok(['accounts', 'api_keys', 'schema_migrations'].every((n) => names.includes(n)), 'tables in the schema')
+  t.same(
+    tables.rows.map((r) => r.table_name),
+    ['accounts', 'api_keys', 'holds', 'ledger_entries', 'request_log', 'schema_migrations', 'wallets'],
+    'tables in the schema',
+  )
   const account = await stores[0]?.accounts.create({ name: 'shared' })
   t.same(await stores[4]?.accounts.get(account?.id ?? ''), account, 'instances share the data')
 })

@@ -71,6 +71,7 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
     accounts: parts.accounts,
     keys: parts.keys,
     requestLog: parts.requestLog,
+    ledger: parts.ledger,
     bus,
     backend: parts.backend,
     secretGenerated: resolved.generated,
@@ -88,6 +89,8 @@ export type { Clock, IdSource } from './clock.js'
 export { randomIds, systemClock } from './clock.js'
 export type * from './types.js'
 export type * from './request-log/types.js'
+export type * from './ledger/types.js'
+export { UnknownAccountError, UnknownHoldError } from './ledger/index.js'
 export { DEFAULT_MINOR_UNIT_DIGITS, KEY_INPUT_FIELDS, validateKeyInput, validateKeyPatch } from './validate-key-input.js'
 export type { KeyInputContext, KeyInputError, KeyInputResult, NewKeyFields } from './validate-key-input.js'
 export { MigrationError } from './migrate.js'

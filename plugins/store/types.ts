@@ -4,6 +4,7 @@ import type { Database } from 'better-sqlite3'
 import type { Pool } from 'pg'
 import type { InvalidationBus } from '../keys/invalidation-bus.js'
 import type { RequestLogStore } from './request-log/types.js'
+import type { LedgerStore } from './ledger/types.js'
 
 export type AccountStatus = 'active' | 'suspended'
 
@@ -114,6 +115,8 @@ export interface Store {
   readonly keys: KeyStore
   /** One row per request; written through a RequestLogWriter, never on the hot path. */
   readonly requestLog: RequestLogStore
+  /** Prepaid wallets: credits, holds, settlements. */
+  readonly ledger: LedgerStore
   /** Where mutations publish; KeyCache instances subscribe to it. */
   readonly bus: InvalidationBus
   readonly backend: StoreBackend

@@ -1,5 +1,7 @@
 import pg from 'pg'
 import type { StoreContext } from '../context.js'
+import { createPgLedgerStore } from '../ledger/pg-ledger.js'
+import type { LedgerStore } from '../ledger/types.js'
 import { pgMigrations } from '../migrations/pg/index.js'
 import { createPgRequestLogStore } from '../request-log/pg-request-log.js'
 import type { RequestLogStore } from '../request-log/types.js'
@@ -13,6 +15,7 @@ export interface PgParts {
   accounts: AccountStore
   keys: KeyStore
   requestLog: RequestLogStore
+  ledger: LedgerStore
   close(): Promise<void>
 }
 
@@ -43,11 +46,17 @@ export async function openPg(opts: OpenPgOptions, ctx: StoreContext): Promise<Pg
     await pool.end()
     throw err
   }
+  const ledger = createPgLedgerStore(pool, ctx)
   return {
     backend: { kind: 'pg', pool },
     accounts: createPgAccountStore(pool, ctx),
     keys: createPgKeyStore(pool, ctx),
     requestLog: createPgRequestLogStore(pool),
-    close: () => pool.end(),
+    ledger,
+    // Queued holds and settles are answered before the pool goes.
+    close: async () => {
+      await ledger.close()
+      await pool.end()
+    },
   }
 }

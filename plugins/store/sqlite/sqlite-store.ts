@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
+import { createSqliteLedgerStore } from '../ledger/sqlite-ledger.js'
+import type { LedgerStore } from '../ledger/types.js'
 import { sqliteMigrations } from '../migrations/sqlite/index.js'
 import { createSqliteRequestLogStore } from '../request-log/sqlite-request-log.js'
 import type { RequestLogStore } from '../request-log/types.js'
@@ -18,6 +20,7 @@ export interface SqliteParts {
   accounts: AccountStore
   keys: KeyStore
   requestLog: RequestLogStore
+  ledger: LedgerStore
   close(): void
 }
 
@@ -44,6 +47,7 @@ export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
     accounts: createSqliteAccountStore(db, ctx),
     keys: createSqliteKeyStore(db, ctx),
     requestLog: createSqliteRequestLogStore(db),
+    ledger: createSqliteLedgerStore(db, ctx),
     close: () => db.close(),
   }
 }

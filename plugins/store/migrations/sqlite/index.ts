@@ -1,6 +1,7 @@
 // Ordered SQLite migrations. Append new files here; never edit a released one.
 import type { Migration } from '../../migrate.js'
 import { accountsKeys } from './001-accounts-keys.js'
+import { ledger } from './002-ledger.js'
 import { requestLog } from './003-request-log.js'
 
-export const sqliteMigrations: readonly Migration[] = [accountsKeys, requestLog]
+export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog]

@@ -1,0 +1,13 @@
+// The wallet ledger: holds, settlements and credits over the store's database.
+export type * from './types.js'
+export {
+  CHARGE_POSTING_PREFIX,
+  MAX_LEDGER_AMOUNT,
+  UnknownAccountError,
+  UnknownHoldError,
+} from './ledger-input.js'
+export { GroupCommit } from './group-commit.js'
+export type { GroupCommitOptions, ItemOutcome } from './group-commit.js'
+export { DEFAULT_PG_BATCH, createPgLedgerStore } from './pg-ledger.js'
+export type { PgLedger, PgLedgerOptions } from './pg-ledger.js'
+export { createSqliteLedgerStore } from './sqlite-ledger.js'

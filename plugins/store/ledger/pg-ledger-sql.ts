@@ -1,0 +1,162 @@
+// The PostgreSQL ledger's statements. Each batch is ONE statement (data-modifying CTEs), so
+// it commits or fails whole, in one round trip and one WAL flush.
+//
+// Deadlock freedom: every statement that writes a wallet or a hold first locks the wallets
+// it touches in account_id order (`locked`, FOR NO KEY UPDATE, which the FK checks' KEY SHARE
+// does not conflict with) and touches a hold row only through a join with `locked`, i.e.
+// after its wallet lock is held. Hold rows are therefore never contended (whoever wants one
+// already holds its wallet), and wallet locks are always taken in ascending order.
+//
+// Exactness across processes: a row locked FOR NO KEY UPDATE is read in its newest committed
+// version (READ COMMITTED re-check), and the later UPDATEs of the same rows add deltas
+// (held = held + …), which PostgreSQL re-applies to that newest version too.
+
+/**
+ * Hold batch. $1 hold ids, $2 account ids, $3 amounts, $4 floors, $5 request ids,
+ * $6 expiries, $7 now. Per account, in queue order, a running SUM admits the prefix whose
+ * every member keeps (available − running sum) ≥ its floor. Of the rest, a request that
+ * would not fit even right after that prefix is refused (a serial order exists in which it
+ * is refused); one that would fit (a bigger request before it failed) is left for the next
+ * batch, so a large refusal never drags smaller requests down with it. An account without a
+ * wallet row has balance 0: requests that fit 0 wait until the row exists.
+ */
+export const HOLD_BATCH = `
+WITH req AS MATERIALIZED (
+  SELECT r.ord::int4 AS ord, r.hold_id, r.account_id, r.amount, r.floor, r.request_id, r.expires_at
+  FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::text[], $6::timestamptz[])
+    WITH ORDINALITY AS r (hold_id, account_id, amount, floor, request_id, expires_at, ord)
+),
+locked AS MATERIALIZED (
+  SELECT w.account_id, w.balance - w.held AS available
+  FROM wallets w
+  WHERE w.account_id IN (SELECT account_id FROM req)
+  ORDER BY w.account_id
+  FOR NO KEY UPDATE OF w
+),
+running AS MATERIALIZED (
+  SELECT q.*, l.account_id IS NOT NULL AS has_wallet, COALESCE(l.available, 0) AS available,
+    COALESCE(l.available, 0) - SUM(q.amount) OVER acct >= q.floor AS fits
+  FROM req q LEFT JOIN locked l ON l.account_id = q.account_id
+  WINDOW acct AS (PARTITION BY q.account_id ORDER BY q.ord)
+),
+prefix AS MATERIALIZED (
+  SELECT r.*, bool_and(r.fits) OVER (PARTITION BY r.account_id ORDER BY r.ord) AS in_prefix
+  FROM running r
+),
+taken AS MATERIALIZED (
+  SELECT account_id, COALESCE(SUM(amount) FILTER (WHERE in_prefix), 0)::int8 AS total
+  FROM prefix GROUP BY account_id
+),
+decided AS MATERIALIZED (
+  SELECT p.ord, p.hold_id, p.account_id, p.amount, p.request_id, p.expires_at,
+    CASE
+      WHEN NOT p.has_wallet THEN CASE WHEN 0 - p.amount < p.floor THEN 'refused' ELSE 'no_wallet' END
+      WHEN p.in_prefix THEN 'admitted'
+      WHEN p.available - t.total - p.amount < p.floor THEN 'refused'
+      ELSE 'retry'
+    END AS outcome
+  FROM prefix p JOIN taken t ON t.account_id = p.account_id
+),
+inserted AS (
+  INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at)
+  SELECT hold_id, account_id, amount, 'open', request_id, expires_at, $7
+  FROM decided WHERE outcome = 'admitted'
+),
+reserved AS (
+  UPDATE wallets w SET held = w.held + t.total, updated_at = $7
+  FROM taken t
+  WHERE w.account_id = t.account_id AND t.total > 0
+)
+SELECT ord, outcome FROM decided ORDER BY ord`
+
+/**
+ * Creates the empty wallets of existing accounts (for holds that fit a balance of 0):
+ * $1 account ids, $2 now. Answers the ids that name no account.
+ */
+export const CREATE_WALLETS = `
+WITH input AS MATERIALIZED (
+  SELECT DISTINCT a.id, EXISTS (SELECT 1 FROM accounts WHERE accounts.id = a.id) AS known
+  FROM unnest($1::text[]) AS a (id)
+),
+created AS (
+  INSERT INTO wallets (account_id, balance, held, updated_at)
+  SELECT id, 0, 0, $2 FROM input WHERE known ORDER BY id
+  ON CONFLICT (account_id) DO NOTHING
+)
+SELECT id FROM input WHERE NOT known`
+
+/**
+ * Settle/release batch. $1 hold ids (distinct), $2 amounts (NULL = release), $3 request
+ * ids, $4 notes, $5 entry ids, $6 now. Only holds still open flip (the status re-check makes
+ * a concurrent second settle from another process a no-op); a hold past its expiry flips to
+ * expired and posts nothing. Each wallet is updated once with the batch's sums: held loses
+ * every flipped hold, balance loses the charges actually inserted.
+ */
+export const SETTLE_BATCH = `
+WITH req AS MATERIALIZED (
+  SELECT r.ord::int4 AS ord, r.hold_id, r.amount, r.request_id, r.note, r.entry_id
+  FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[], $5::text[])
+    WITH ORDINALITY AS r (hold_id, amount, request_id, note, entry_id, ord)
+),
+locked AS MATERIALIZED (
+  SELECT w.account_id
+  FROM wallets w
+  WHERE w.account_id IN (SELECT h.account_id FROM holds h WHERE h.id IN (SELECT hold_id FROM req))
+  ORDER BY w.account_id
+  FOR NO KEY UPDATE OF w
+),
+flipped AS (
+  UPDATE holds h SET
+    status = CASE WHEN r.amount IS NULL THEN 'released' WHEN h.expires_at <= $6 THEN 'expired' ELSE 'posted' END,
+    posted_amount = CASE WHEN r.amount IS NOT NULL AND h.expires_at > $6 THEN LEAST(r.amount, h.amount) END,
+    settled_at = $6
+  FROM req r, locked l
+  WHERE h.id = r.hold_id AND h.account_id = l.account_id AND h.status = 'open'
+  RETURNING h.id, h.account_id, h.amount, h.status, h.posted_amount
+),
+charged AS (
+  INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, created_at)
+  SELECT r.entry_id, f.account_id, -f.posted_amount, 'charge', 'post:' || f.id, f.id, r.request_id, r.note, $6
+  FROM flipped f JOIN req r ON r.hold_id = f.id
+  WHERE f.status = 'posted'
+  ON CONFLICT (posting_id) DO NOTHING
+  RETURNING account_id, amount
+),
+moved AS (
+  UPDATE wallets w SET held = w.held - f.total, balance = w.balance + COALESCE(c.total, 0), updated_at = $6
+  FROM (SELECT account_id, SUM(amount)::int8 AS total FROM flipped GROUP BY account_id) f
+    LEFT JOIN (SELECT account_id, SUM(amount)::int8 AS total FROM charged GROUP BY account_id) c
+    ON c.account_id = f.account_id
+  WHERE w.account_id = f.account_id
+)
+SELECT r.ord, f.status, f.amount, f.posted_amount,
+  f.id IS NOT NULL OR EXISTS (SELECT 1 FROM holds h WHERE h.id = r.hold_id) AS known
+FROM req r LEFT JOIN flipped f ON f.id = r.hold_id
+ORDER BY r.ord`
+
+/** Expires up to $2 open holds whose expiry is ≤ $1, with the same lock order as settle. */
+export const REAP = `
+WITH due AS MATERIALIZED (
+  SELECT id, account_id FROM holds
+  WHERE status = 'open' AND expires_at <= $1
+  ORDER BY expires_at LIMIT $2
+),
+locked AS MATERIALIZED (
+  SELECT w.account_id
+  FROM wallets w
+  WHERE w.account_id IN (SELECT account_id FROM due)
+  ORDER BY w.account_id
+  FOR NO KEY UPDATE OF w
+),
+flipped AS (
+  UPDATE holds h SET status = 'expired', settled_at = $1
+  FROM due d, locked l
+  WHERE h.id = d.id AND h.account_id = l.account_id AND h.status = 'open'
+  RETURNING h.account_id, h.amount
+),
+moved AS (
+  UPDATE wallets w SET held = w.held - f.total, updated_at = $1
+  FROM (SELECT account_id, SUM(amount)::int8 AS total FROM flipped GROUP BY account_id) f
+  WHERE w.account_id = f.account_id
+)
+SELECT (SELECT count(*) FROM flipped)::int4 AS expired, (SELECT count(*) FROM due)::int4 AS due`

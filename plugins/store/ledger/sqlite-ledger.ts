@@ -1,0 +1,222 @@
+// SQLite ledger: every operation is one synchronous IMMEDIATE transaction, so the file's
+// write lock serialises holds from every connection and process. The hold is one
+// conditional UPDATE … RETURNING; the hold row is inserted in the same transaction.
+import type { Database } from 'better-sqlite3'
+import type { StoreContext } from '../context.js'
+import { checkLimit } from '../context.js'
+import {
+  CHARGE_POSTING_PREFIX,
+  UnknownAccountError,
+  UnknownHoldError,
+  checkCredit,
+  checkHold,
+  checkHoldId,
+  checkSameCredit,
+  checkSettle,
+  parseEntryKind,
+} from './ledger-input.js'
+import type { LedgerEntry, LedgerStore, SettleResult } from './types.js'
+
+interface WalletRow {
+  balance: bigint
+  held: bigint
+}
+
+interface HoldRow {
+  id: string
+  account_id: string
+  amount: bigint
+  status: string
+  request_id: string
+  expires_at: bigint
+}
+
+interface EntryRow {
+  id: string
+  account_id: string
+  amount: bigint
+  kind: string
+  posting_id: string
+  hold_id: string | null
+  request_id: string | null
+  note: string | null
+  created_at: bigint
+}
+
+/** Runs a wallet insert; a missing account is the caller's mistake, named as such. */
+function creatingWallet<T>(accountId: string, insert: () => T): T {
+  try {
+    return insert()
+  } catch (err) {
+    const code: unknown = err instanceof Error ? Reflect.get(err, 'code') : undefined
+    if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new UnknownAccountError(accountId)
+    throw err
+  }
+}
+
+function toEntry(row: EntryRow): LedgerEntry {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    amount: row.amount,
+    kind: parseEntryKind(row.kind),
+    postingId: row.posting_id,
+    holdId: row.hold_id,
+    requestId: row.request_id,
+    note: row.note,
+    createdAt: new Date(Number(row.created_at)),
+  }
+}
+
+export function createSqliteLedgerStore(db: Database, ctx: StoreContext): LedgerStore {
+  const walletOf = db.prepare<[string], WalletRow>('SELECT balance, held FROM wallets WHERE account_id = ?')
+  const ensureWallet = db.prepare<[string, number]>(
+    'INSERT INTO wallets (account_id, balance, held, updated_at) VALUES (?, 0, 0, ?) ON CONFLICT (account_id) DO NOTHING',
+  )
+  const insertEntry = db.prepare<[string, string, bigint, string, string, string | null, string | null, string | null, number]>(
+    `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (posting_id) DO NOTHING`,
+  )
+  const entryByPosting = db.prepare<[string], EntryRow>('SELECT * FROM ledger_entries WHERE posting_id = ?')
+  const addBalance = db.prepare<[bigint, number, string], WalletRow>(
+    'UPDATE wallets SET balance = balance + ?, updated_at = ? WHERE account_id = ? RETURNING balance, held',
+  )
+  const reserve = db.prepare<[bigint, number, string, bigint, bigint], WalletRow>(
+    `UPDATE wallets SET held = held + ?, updated_at = ?
+     WHERE account_id = ? AND balance - held - ? >= ? RETURNING balance, held`,
+  )
+  const insertWalletHeld = db.prepare<[string, bigint, number]>(
+    'INSERT INTO wallets (account_id, balance, held, updated_at) VALUES (?, 0, ?, ?)',
+  )
+  const insertHold = db.prepare<[string, string, bigint, string, number, number]>(
+    `INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at)
+     VALUES (?, ?, ?, 'open', ?, ?, ?)`,
+  )
+  const holdById = db.prepare<[string], HoldRow>('SELECT * FROM holds WHERE id = ?')
+  const closeHold = db.prepare<[string, number, bigint | null, string]>(
+    "UPDATE holds SET status = ?, settled_at = ?, posted_amount = ? WHERE id = ? AND status = 'open'",
+  )
+  const moveHeld = db.prepare<[bigint, bigint, number, string]>(
+    'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?',
+  )
+  const dueHolds = db.prepare<[number], HoldRow>(
+    "SELECT * FROM holds WHERE status = 'open' AND expires_at <= ? ORDER BY expires_at",
+  )
+  const page = db.prepare<[string, string | null, string | null, number], EntryRow>(
+    `SELECT * FROM ledger_entries
+     WHERE account_id = ? AND (? IS NULL OR (created_at, id) < (SELECT created_at, id FROM ledger_entries WHERE id = ?))
+     ORDER BY created_at DESC, id DESC LIMIT ?`,
+  )
+  const openOf = db.prepare<[string], HoldRow>(
+    "SELECT * FROM holds WHERE account_id = ? AND status = 'open' ORDER BY created_at, id",
+  )
+
+  const credit = db.transaction(
+    (input: Parameters<LedgerStore['credit']>[0], now: number): { balance: bigint; duplicate: boolean } => {
+      creatingWallet(input.accountId, () => ensureWallet.run(input.accountId, now))
+      const inserted = insertEntry.run(
+        ctx.ids('entry'), input.accountId, input.amount, input.kind, input.postingId, null, null, input.note ?? null, now,
+      )
+      if (inserted.changes === 0) {
+        const existing = entryByPosting.get(input.postingId)
+        if (!existing) throw new Error(`posting ${input.postingId} conflicted but cannot be read`)
+        checkSameCredit(input.postingId, { accountId: existing.account_id, amount: existing.amount, kind: existing.kind }, input)
+        return { balance: walletOf.get(input.accountId)?.balance ?? 0n, duplicate: true }
+      }
+      const wallet = addBalance.get(input.amount, now, input.accountId)
+      if (!wallet) throw new Error('wallet vanished during credit')
+      return { balance: wallet.balance, duplicate: false }
+    },
+  )
+
+  const hold = db.transaction((input: Parameters<LedgerStore['hold']>[0], now: number, holdId: string): boolean => {
+    if (!reserve.get(input.amount, now, input.accountId, input.amount, input.floor)) {
+      // No wallet row is a balance of 0; it is created only when the hold fits anyway.
+      if (walletOf.get(input.accountId) || -input.amount < input.floor) return false
+      creatingWallet(input.accountId, () => insertWalletHeld.run(input.accountId, input.amount, now))
+    }
+    insertHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now)
+    return true
+  })
+
+  /** Closes one open hold; `amount` null releases it. */
+  const close = db.transaction(
+    (holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
+      const row = holdById.get(holdId)
+      if (!row) throw new UnknownHoldError(holdId)
+      if (row.status !== 'open') return { posted: 0n, released: 0n, capped: false, duplicate: true }
+      const expired = row.expires_at <= BigInt(now)
+      const status = amount === null ? 'released' : expired ? 'expired' : 'posted'
+      const posted = status === 'posted' && amount !== null ? (amount < row.amount ? amount : row.amount) : 0n
+      closeHold.run(status, now, status === 'posted' ? posted : null, holdId)
+      if (status === 'posted') {
+        insertEntry.run(
+          ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note, now,
+        )
+      }
+      moveHeld.run(row.amount, posted, now, row.account_id)
+      return { posted, released: row.amount - posted, capped: status === 'posted' && amount !== null && amount > row.amount, duplicate: false }
+    },
+  )
+
+  const reap = db.transaction((now: number): number => {
+    const due = dueHolds.all(now)
+    for (const row of due) {
+      closeHold.run('expired', now, null, row.id)
+      moveHeld.run(row.amount, 0n, now, row.account_id)
+    }
+    return due.length
+  })
+
+  const now = (): number => ctx.clock.now().getTime()
+
+  return {
+    async credit(input) {
+      checkCredit(input)
+      return credit.immediate(input, now())
+    },
+
+    async hold(input) {
+      checkHold(input)
+      const at = now()
+      const holdId = ctx.ids('hold')
+      if (!hold.immediate(input, at, holdId)) return { ok: false, error: 'insufficient_funds' }
+      return { ok: true, holdId, expiresAt: new Date(at + input.ttlMs) }
+    },
+
+    async settle(input) {
+      checkSettle(input)
+      return close.immediate(input.holdId, input.amount, input.requestId, input.note ?? null, now())
+    },
+
+    async release(holdId) {
+      checkHoldId(holdId)
+      const { released, duplicate } = close.immediate(holdId, null, null, null, now())
+      return { released, duplicate }
+    },
+
+    async reapExpired() {
+      return reap.immediate(now())
+    },
+
+    async wallet(accountId) {
+      const row = walletOf.get(accountId)
+      const balance = row?.balance ?? 0n
+      const held = row?.held ?? 0n
+      return { accountId, balance, held, available: balance - held }
+    },
+
+    async entries(accountId, { limit, before }) {
+      return page.all(accountId, before ?? null, before ?? null, checkLimit(limit)).map(toEntry)
+    },
+
+    async openHolds(accountId) {
+      return openOf.all(accountId).map((row) => ({
+        id: row.id,
+        amount: row.amount,
+        expiresAt: new Date(Number(row.expires_at)),
+        requestId: row.request_id,
+      }))
+    },
+  }
+}

@@ -1,0 +1,83 @@
+// The wallet ledger contract. A billable request places a hold for its worst-case
+// cost, then settles: the actual cost (≤ the hold) is posted and the rest released.
+// SQLite and PostgreSQL implement it and pass the same contract tests (test/store-ledger*.test.ts).
+
+export interface WalletState {
+  accountId: string
+  balance: bigint
+  held: bigint
+  /** balance - held */
+  available: bigint
+}
+
+export type HoldResult = { ok: true; holdId: string; expiresAt: Date } | { ok: false; error: 'insufficient_funds' }
+
+export type CreditKind = 'topup' | 'grant'
+export type EntryKind = CreditKind | 'charge' | 'adjustment'
+
+export interface LedgerEntry {
+  id: string
+  accountId: string
+  /** Positive for a credit, negative (or zero) for a charge. */
+  amount: bigint
+  kind: EntryKind
+  postingId: string
+  holdId: string | null
+  requestId: string | null
+  note: string | null
+  createdAt: Date
+}
+
+export interface OpenHold {
+  id: string
+  amount: bigint
+  expiresAt: Date
+  requestId: string
+}
+
+export interface SettleResult {
+  /** Charged by this call: min(amount, hold); 0 when the hold had expired or was already closed. */
+  posted: bigint
+  /** Returned to the available balance by this call. */
+  released: bigint
+  /** The amount asked for exceeded the hold, so only the hold was posted. */
+  capped: boolean
+  /** The hold was already closed (posted, released or expired) before this call: nothing changed. */
+  duplicate: boolean
+}
+
+export interface LedgerStore {
+  /**
+   * Credits the wallet (creates it on first use). `postingId` is unique: a retried credit with
+   * the same id changes nothing and answers duplicate: true. Reusing a postingId for a different
+   * account, amount or kind throws (it is a caller bug, not a retry). Unknown account: throws.
+   */
+  credit(input: {
+    accountId: string
+    amount: bigint
+    kind: CreditKind
+    postingId: string
+    note?: string
+  }): Promise<{ balance: bigint; duplicate: boolean }>
+  /**
+   * Atomically reserves `amount` unless that would take (balance − held − amount) below `floor`.
+   * No wallet row = balance 0. The hold expires `ttlMs` after the store clock's now.
+   */
+  hold(input: { accountId: string; amount: bigint; floor: bigint; requestId: string; ttlMs: number }): Promise<HoldResult>
+  /**
+   * Posts min(amount, hold) as a charge entry with postingId `post:<holdId>` and releases the
+   * rest. A hold whose expiry has passed posts nothing (it is released as expired, whether the
+   * reaper got to it or not). Exactly once: a second settle/release answers duplicate: true and
+   * changes nothing. Unknown hold: throws.
+   */
+  settle(input: { holdId: string; amount: bigint; requestId: string; note?: string }): Promise<SettleResult>
+  /** Releases the whole hold (nothing billed). Idempotent like settle. Unknown hold: throws. */
+  release(holdId: string): Promise<{ released: bigint; duplicate: boolean }>
+  /** Releases every open hold whose expiry passed. Safe to run from many instances at once. Returns how many. */
+  reapExpired(): Promise<number>
+  wallet(accountId: string): Promise<WalletState>
+  /** Newest first; `before` is the id of the last entry of the previous page. */
+  entries(accountId: string, opts: { limit: number; before?: string }): Promise<LedgerEntry[]>
+  /** Open holds of an account, oldest first (tests and admin). */
+  openHolds(accountId: string): Promise<OpenHold[]>
+}
