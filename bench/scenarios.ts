@@ -42,7 +42,7 @@ export const WORKLOADS = {
     name: 'chat JSON',
     method: 'POST',
     path: '/v1/chat/completions',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: 'Bearer gw_live_benchmark0123456789abcdef' },
     body: chatBody(false),
     verify: (body) => body.includes('"object":"chat.completion"') && body.endsWith('}')
   },
@@ -50,7 +50,7 @@ export const WORKLOADS = {
     name: `chat SSE ${STREAM_CHUNKS} chunks`,
     method: 'POST',
     path: '/v1/chat/completions',
-    headers: { 'content-type': 'application/json', 'x-mock-chunks': String(STREAM_CHUNKS) },
+    headers: { 'content-type': 'application/json', authorization: 'Bearer gw_live_benchmark0123456789abcdef', 'x-mock-chunks': String(STREAM_CHUNKS) },
     body: chatBody(true),
     verify: (body) => completeChatStream(body, STREAM_CHUNKS)
   }

@@ -72,6 +72,16 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
       onFinish?.(ctx, outcome)
     }
   })
+  // Every instance releases holds whose instance died (their expiry passed); the ledger makes
+  // concurrent reapers safe.
+  const reaper = setInterval(() => {
+    services.store.ledger.reapExpired().then(
+      (n) => { if (n > 0) app.log.warn({ released: n }, 'released expired holds') },
+      (err: unknown) => app.log.error({ err }, 'hold reaper failed')
+    )
+  }, opts.config.wallet.reaper_interval_ms)
+  reaper.unref()
+  app.addHook('onClose', async () => { clearInterval(reaper) })
   if (adminToken) {
     await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock })
   }

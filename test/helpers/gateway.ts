@@ -12,6 +12,7 @@ import { buildServer, type ServerOptions } from '../../plugins/gateway/server.js
 import { openServices, type GatewayServices, type ServiceEnv } from '../../plugins/gateway/services.js'
 import { randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from '../../plugins/store/testing.js'
 import type { Account } from '../../plugins/store/types.js'
+import { parseMoney } from '../../plugins/pricing/money.js'
 import { startMockUpstream, type MockUpstream } from '../fixtures/mock-upstream.js'
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -51,6 +52,8 @@ export interface TestGatewayOptions {
   server?: Omit<Partial<ServerOptions>, 'config' | 'services'>
   /** Seed an account and key (default true). */
   seed?: boolean
+  /** Wallet top-up of the seeded account, a decimal string (default "1000.00"; "0" for none). */
+  credit?: string
   /** Run on another test gateway's store (same backend and location) and use its key. */
   shareStoreWith?: TestGateway
 }
@@ -110,6 +113,11 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
     const created = await services.store.keys.create({ accountId: account.id, name: 'test key' })
     if (!created.ok) throw new Error(`seeding the test key failed: ${created.error}`)
     key = created.value.plaintext
+    const amount = parseMoney(opts.credit ?? '1000.00')
+    if (amount > 0n) {
+      await services.store.ledger.credit({ accountId: account.id, amount, kind: 'topup', postingId: `seed:${account.id}` })
+      await services.store.accounts.markToppedUp(account.id)
+    }
   }
   return {
     url: `http://127.0.0.1:${address.port}`,
