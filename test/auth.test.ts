@@ -106,6 +106,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
 
     t.test('suspended account → AUTH_ACCOUNT_SUSPENDED; reactivated works again', async (t) => {
       const account = await store.accounts.create({ name: 'to suspend' })
+      await store.ledger.credit({ accountId: account.id, amount: 10_000_000_000n, kind: 'topup', postingId: `seed:${account.id}` })
       const k = await newKey({}, account.id)
       t.equal((await call(gw, { 'x-api-key': k.plaintext })).status, 200)
       await store.accounts.update(account.id, { status: 'suspended' })

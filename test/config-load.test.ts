@@ -52,7 +52,8 @@ t.test('defaults are filled', async (t) => {
     host: '0.0.0.0',
     body_limit_bytes: 26214400,
     content_language: 'en',
-    drain_timeout_ms: 30000
+    drain_timeout_ms: 30000,
+    shutdown_grace_ms: 30000
   })
   const route = config.routes[0]
   t.same(route?.aliases, [])
