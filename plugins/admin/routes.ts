@@ -96,5 +96,9 @@ export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions
 
   app.get('/models', async () => admin.listModels(ctx))
 
+  app.post<{ Params: IdParams }>('/accounts/:id/credits', async (req) => await admin.creditAccount(ctx, req.params.id, req.body))
+  app.get<{ Params: IdParams }>('/accounts/:id/wallet', async (req) => await admin.getWallet(ctx, req.params.id))
+  app.get('/requests', async (req) => await admin.listRequests(ctx, req.query))
+
   await opts.extraRoutes?.(app, ctx)
 }

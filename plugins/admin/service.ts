@@ -4,7 +4,9 @@
 // Missing resources: a key answers AUTH_API_KEY_NOT_FOUND (404, param `key_id`). The catalogue
 // has no account-not-found code, so a missing account answers REQUEST_ROUTE_NOT_FOUND (404,
 // param `account_id`): the resource the path names does not exist.
+import { randomUUID } from 'node:crypto'
 import type { GatewayConfig } from '../config/types.js'
+import { formatMoney, parseMoney } from '../pricing/money.js'
 import { gatewayError } from '../errors/index.js'
 import { isLegacyKey } from '../keys/index.js'
 import type { Account, AccountPatch, ApiKeyRecord, Clock, KeyInputContext, KeyInputError, Store } from '../store/index.js'
@@ -19,6 +21,8 @@ import {
   accountView,
   keyView,
   modelView,
+  type RequestLogView,
+  requestLogView,
 } from './views.js'
 
 export interface AdminContext {
@@ -261,4 +265,112 @@ export async function importLegacyKey(ctx: AdminContext, accountId: string, body
 /** The catalogue as configured, every status included. */
 export function listModels(ctx: AdminContext): Page<ModelView> {
   return { data: ctx.config.models.map(modelView), has_more: false, next_after: null }
+}
+
+// ---- wallet and request log --------------------------------------------------------------
+
+const CREDIT_FIELDS = new Set(['amount', 'kind', 'idempotency_key', 'note'])
+
+export interface WalletView {
+  account_id: string
+  balance: string
+  held: string
+  available: string
+  floor: string
+  topped_up: boolean
+}
+
+async function walletView (ctx: AdminContext, account: Account): Promise<WalletView> {
+  const w = await ctx.store.ledger.wallet(account.id)
+  return {
+    account_id: account.id,
+    balance: formatMoney(w.balance),
+    held: formatMoney(w.held),
+    available: formatMoney(w.available),
+    floor: formatMoney(parseMoney(ctx.config.wallet.floor)),
+    topped_up: account.toppedUp
+  }
+}
+
+/**
+ * `{ amount: "25.00", kind?: "topup" | "grant", idempotency_key?, note? }`. A top-up (the default)
+ * unlocks models that require one; a grant is credit the operator gives and does not. With an
+ * idempotency key, a retried credit changes nothing.
+ */
+export async function creditAccount (ctx: AdminContext, id: string, body: unknown): Promise<WalletView> {
+  const account = await existingAccount(ctx, id)
+  const fields = bodyObject(body)
+  onlyFields(fields, CREDIT_FIELDS)
+  const raw = fields.get('amount')
+  let amount: bigint
+  try {
+    if (typeof raw !== 'string') throw new Error('not a string')
+    amount = parseMoney(raw)
+  } catch {
+    throw requestInvalid('amount', 'amount must be a decimal string such as "25.00" (at most 9 decimals).')
+  }
+  if (amount <= 0n) throw requestInvalid('amount', 'amount must be more than 0.')
+  const kind = fields.get('kind') ?? 'topup'
+  if (kind !== 'topup' && kind !== 'grant') throw requestInvalid('kind', 'kind must be "topup" or "grant".')
+  const key = fields.get('idempotency_key')
+  if (key !== undefined && (typeof key !== 'string' || !/^[\x21-\x7e]{1,200}$/.test(key))) {
+    throw requestInvalid('idempotency_key', 'idempotency_key must be 1 to 200 visible ASCII characters.')
+  }
+  const note = fields.get('note')
+  if (note !== undefined && (typeof note !== 'string' || note.length > 500)) throw requestInvalid('note', 'note must be a string of at most 500 characters.')
+  const postingId = `credit:${account.id}:${key ?? randomUUID()}`
+  try {
+    await ctx.store.ledger.credit({ accountId: account.id, amount, kind, postingId, ...(note === undefined ? {} : { note }) })
+  } catch (err) {
+    // The ledger refuses a posting id reused for another amount or kind: a client bug, not a retry.
+    if (key !== undefined && err instanceof Error && /posting/i.test(err.message)) {
+      throw requestInvalid('idempotency_key', 'This idempotency key was used for a different credit.')
+    }
+    throw err
+  }
+  const after = kind === 'topup' ? await markToppedUp(ctx, account) : account
+  return await walletView(ctx, after)
+}
+
+async function markToppedUp (ctx: AdminContext, account: Account): Promise<Account> {
+  if (account.toppedUp) return account
+  const r = await ctx.store.accounts.markToppedUp(account.id)
+  return r.ok ? r.value : account
+}
+
+export async function getWallet (ctx: AdminContext, id: string): Promise<WalletView> {
+  return await walletView(ctx, await existingAccount(ctx, id))
+}
+
+function dateParam (name: string, v: unknown): Date | undefined {
+  if (v === undefined) return undefined
+  const d = typeof v === 'string' ? new Date(v) : new Date(NaN)
+  if (Number.isNaN(d.getTime())) throw requestInvalid(name, `${name} must be an ISO 8601 date.`)
+  return d
+}
+
+/** `?account_id=&from=&to=&limit=&before=`: newest first, `next_before` pages on. */
+export async function listRequests (ctx: AdminContext, query: unknown = {}): Promise<{ data: RequestLogView[], has_more: boolean, next_before: string | null }> {
+  const q = bodyObject(query ?? {})
+  onlyFields(q, new Set(['account_id', 'from', 'to', 'limit', 'before']))
+  const accountId = q.get('account_id')
+  if (accountId !== undefined && typeof accountId !== 'string') throw requestInvalid('account_id', 'account_id must be a string.')
+  const before = q.get('before')
+  if (before !== undefined && typeof before !== 'string') throw requestInvalid('before', 'before must be a cursor string.')
+  const from = dateParam('from', q.get('from'))
+  const to = dateParam('to', q.get('to'))
+  let page
+  try {
+    page = await ctx.store.requestLog.list({
+      limit: pageLimit(q.get('limit')),
+      ...(accountId === undefined ? {} : { accountId }),
+      ...(from === undefined ? {} : { from }),
+      ...(to === undefined ? {} : { to }),
+      ...(before === undefined ? {} : { before })
+    })
+  } catch (err) {
+    if (err instanceof RangeError) throw requestInvalid('before', 'before is not a cursor this API returned.')
+    throw err
+  }
+  return { data: page.rows.map(requestLogView), has_more: page.nextBefore !== null, next_before: page.nextBefore }
 }

@@ -1,7 +1,6 @@
 // What the admin API and CLI print: snake_case JSON, money as decimal strings, times as ISO 8601.
 import type { ModelConfig } from '../config/types.js'
 import type { Account, ApiKeyRecord } from '../store/index.js'
-import { MINOR_UNIT_DIGITS } from './constants.js'
 
 export interface AccountView {
   id: string
@@ -61,20 +60,11 @@ export interface Page<T> {
   next_after: string | null
 }
 
-const SCALE = 10n ** BigInt(MINOR_UNIT_DIGITS)
 
-/**
- * Minor units as a decimal string with 2 to MINOR_UNIT_DIGITS decimals, trailing zeros past
- * the second trimmed: 25_000_000_000n → "25.00", 1_500_000n → "0.0015". Same rendering as
- * plugins/pricing formatMoney, so every money field of the gateway reads alike.
- */
-export function formatMinorUnits(v: bigint): string {
-  const negative = v < 0n
-  const abs = negative ? -v : v
-  let fraction = (abs % SCALE).toString().padStart(MINOR_UNIT_DIGITS, '0').replace(/0+$/, '')
-  if (fraction.length < 2) fraction = fraction.padEnd(2, '0')
-  return `${negative ? '-' : ''}${(abs / SCALE).toString()}.${fraction}`
-}
+/** Money in the admin API: the same rendering as every other money field (plugins/pricing). */
+export { formatMoney as formatMinorUnits } from '../pricing/money.js'
+import type { RequestLogRow } from '../store/request-log/types.js'
+import { formatMoney as formatMinorUnits } from '../pricing/money.js'
 
 const money = (v: bigint | null): string | null => (v === null ? null : formatMinorUnits(v))
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString())
@@ -131,5 +121,69 @@ export function modelView(m: ModelConfig): ModelView {
     fallbacks: [...(m.fallbacks ?? [])],
     max_output_tokens: m.max_output_tokens ?? null,
     requires_topup: m.requires_topup === true,
+  }
+}
+
+/** One request log row; money as decimal strings, usage as counts. Never carries a key. */
+export interface RequestLogView {
+  request_id: string
+  account_id: string | null
+  key_id: string | null
+  route: string
+  operation: string
+  requested_model: string | null
+  answered_model: string | null
+  status: number
+  outcome: string
+  error_code: string | null
+  stream: boolean
+  usage: Record<string, number> | null
+  usage_reported: boolean | null
+  cost: string | null
+  held: string | null
+  hold_id: string | null
+  posting_id: string | null
+  billing_status: string
+  overhead_ms: number | null
+  upstream_ms: number | null
+  total_ms: number
+  created_at: string
+}
+
+export function requestLogView (r: RequestLogRow): RequestLogView {
+  return {
+    request_id: r.requestId,
+    account_id: r.accountId,
+    key_id: r.keyId,
+    route: r.route,
+    operation: r.operation,
+    requested_model: r.requestedModel,
+    answered_model: r.answeredModel,
+    status: r.status,
+    outcome: r.outcome,
+    error_code: r.errorCode,
+    stream: r.stream,
+    usage: r.usage === null
+      ? null
+      : {
+          input_tokens: r.usage.inputTokens,
+          output_tokens: r.usage.outputTokens,
+          cached_input_tokens: r.usage.cachedInputTokens,
+          images: r.usage.images,
+          audio_seconds: r.usage.audioSeconds,
+          characters: r.usage.characters,
+          calls: r.usage.calls,
+          jobs: r.usage.jobs
+        },
+    usage_reported: r.usageReported,
+    cost: money(r.cost),
+    held: money(r.held),
+    hold_id: r.holdId,
+    posting_id: r.postingId,
+    billing_status: r.billingStatus,
+    overhead_ms: r.overheadMs,
+    upstream_ms: r.upstreamMs,
+    total_ms: r.totalMs,
+    created_at: r.createdAt.toISOString()
   }
 }
