@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // model-gateway CLI: a table of subcommands, each `(args) => exit code`.
-// Other subcommands (serve, accounts, keys) register here next to `check`.
-import { accountsCommand, ACCOUNTS_USAGE, keysCommand, KEYS_USAGE } from '../plugins/admin/cli.js'
+// Operator commands mirror the admin API (plugins/admin/cli.ts).
+import { accountsCommand, ACCOUNTS_USAGE, keysCommand, KEYS_USAGE, requestsCommand, REQUESTS_USAGE, walletCommand, WALLET_USAGE } from '../plugins/admin/cli.js'
 import { checkCommand, CHECK_USAGE } from '../plugins/config/check-command.js'
 import { serveCommand, SERVE_USAGE } from '../plugins/gateway/serve-command.js'
 
@@ -15,6 +15,8 @@ const usage = [
   `  ${SERVE_USAGE}`,
   `  ${ACCOUNTS_USAGE}`,
   `  ${KEYS_USAGE}`,
+  `  ${WALLET_USAGE}`,
+  `  ${REQUESTS_USAGE}`,
   '  help           show this help'
 ].join('\n') + '\n'
 
@@ -23,6 +25,8 @@ const commands: Record<string, Command> = {
   serve: serveCommand,
   accounts: accountsCommand,
   keys: keysCommand,
+  wallet: walletCommand,
+  requests: requestsCommand,
   help: async () => {
     process.stdout.write(usage)
     return 0

@@ -28,6 +28,16 @@ export const KEYS_USAGE = [
   '               (money D is a decimal string such as 25.00; on update `none` clears a setting)',
 ].join('\n')
 
+export const WALLET_USAGE = [
+  'wallet get ACCOUNT                                  balance, held, available',
+  '  wallet credit ACCOUNT --amount D [--grant] [--idempotency-key K] [--note N]',
+  '    a top-up by default (unlocks models that require one); --grant gives credit that does not',
+].join('\n')
+
+export const REQUESTS_USAGE = [
+  'requests list [--account ID] [--from ISO] [--to ISO] [--limit N] [--before CURSOR]   newest first',
+].join('\n')
+
 const ENV_HELP =
   'environment: GATEWAY_CONFIG, DATABASE_URL (+ DATABASE_SCHEMA), GATEWAY_DATA_DIR, GATEWAY_SECRET, REDIS_URL'
 
@@ -144,6 +154,37 @@ const ACCOUNT_ACTIONS: Record<string, Run> = {
   },
 }
 
+const WALLET_ACTIONS: Record<string, Run> = {
+  get: async (args, io) => {
+    const [id = ''] = parse(args, {}, ['ACCOUNT']).positionals
+    return await runOperation(io, (ctx) => admin.getWallet(ctx, id))
+  },
+  credit: async (args, io) => {
+    const options = { amount: { type: 'string' }, grant: { type: 'boolean' }, 'idempotency-key': { type: 'string' }, note: { type: 'string' } } satisfies Options
+    const { values, positionals } = parse(args, options, ['ACCOUNT'], ['amount'])
+    const body = {
+      amount: values.amount,
+      kind: values.grant === true ? 'grant' : 'topup',
+      ...(values['idempotency-key'] === undefined ? {} : { idempotency_key: values['idempotency-key'] }),
+      ...(values.note === undefined ? {} : { note: values.note }),
+    }
+    return await runOperation(io, (ctx) => admin.creditAccount(ctx, positionals[0] ?? '', body))
+  },
+}
+
+const REQUEST_ACTIONS: Record<string, Run> = {
+  list: async (args, io) => {
+    const names = ['account', 'from', 'to', 'limit', 'before'] as const
+    const { values } = parse(args, Object.fromEntries(names.map((n) => [n, { type: 'string' }])) as Options, [])
+    const query: Record<string, string> = {}
+    for (const n of names) {
+      const v = values[n]
+      if (typeof v === 'string') query[n === 'account' ? 'account_id' : n] = v
+    }
+    return await runOperation(io, (ctx) => admin.listRequests(ctx, query))
+  },
+}
+
 const KEY_ACTIONS: Record<string, Run> = {
   create: async (args, io) => {
     const { values } = parse(args, { account: { type: 'string' }, ...KEY_FLAGS }, [], ['account', 'name'])
@@ -207,4 +248,14 @@ export async function accountsCommand(args: string[], io: CommandIo = processIo(
 /** `model-gateway keys <create|list|get|update|revoke|reveal|import-legacy> …` */
 export async function keysCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   return await dispatch('keys', KEYS_USAGE, KEY_ACTIONS, args, io)
+}
+
+/** `model-gateway wallet <get|credit> …` */
+export async function walletCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
+  return await dispatch('wallet', WALLET_USAGE, WALLET_ACTIONS, args, io)
+}
+
+/** `model-gateway requests list …` */
+export async function requestsCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
+  return await dispatch('requests', REQUESTS_USAGE, REQUEST_ACTIONS, args, io)
 }
