@@ -399,7 +399,7 @@ t.test('later slices add routes behind the same token, parser and envelope', asy
   const logs: string[] = []
   const app = await adminApp(store, clock, {
     extraRoutes: (app, ctx) => {
-      app.get<{ Params: { id: string } }>('/accounts/:id/wallet', async (req) => ({ account_id: req.params.id, balance: '0.00', models: ctx.config.models.length }))
+      app.get<{ Params: { id: string } }>('/accounts/:id/extension', async (req) => ({ account_id: req.params.id, balance: '0.00', models: ctx.config.models.length }))
       app.post('/explode', async () => { throw new Error('kaboom') })
     },
   }, logs)
@@ -408,10 +408,10 @@ t.test('later slices add routes behind the same token, parser and envelope', asy
     await backend.cleanup()
   })
   const call = caller(app)
-  const wallet = await call('GET', '/accounts/acct_x/wallet')
+  const wallet = await call('GET', '/accounts/acct_x/extension')
   isOk(t, wallet)
   t.same(wallet.json, { account_id: 'acct_x', balance: '0.00', models: config.models.length })
-  isError(t, await call('GET', '/accounts/acct_x/wallet', undefined, { authorization: '' }), 'AUTH_REQUIRED')
+  isError(t, await call('GET', '/accounts/acct_x/extension', undefined, { authorization: '' }), 'AUTH_REQUIRED')
   isError(t, await call('POST', '/explode', 'x', { 'content-type': 'text/plain' }), 'REQUEST_MEDIA_TYPE_UNSUPPORTED')
   const boom = await call('POST', '/explode', {})
   t.equal(boom.status, 500)

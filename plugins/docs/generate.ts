@@ -1,0 +1,78 @@
+// README sections generated from the sources of truth: the configuration reference from the
+// JSON Schemas' descriptions, the error table from config/errors.yaml. `npm run docs` rewrites
+// them between their markers; test/docs.test.ts fails when the README is stale.
+import { readFileSync } from 'node:fs'
+import { parse } from 'yaml'
+import type { ErrorsConfig } from '../config/types.js'
+import { readSchemas } from '../config/validate.js'
+
+type Schema = Record<string, unknown>
+
+interface Row { path: string, type: string, def: string, description: string }
+
+function resolveRef (file: string, ref: string, schemas: Map<string, Schema>): [string, Schema] {
+  const [target = '', pointer = ''] = ref.split('#')
+  const name = target === '' ? file : target
+  let node: unknown = schemas.get(name)
+  for (const part of pointer.split('/').filter(Boolean)) node = (node as Schema)[part]
+  return [name, node as Schema]
+}
+
+function typeOf (s: Schema): string {
+  if (Array.isArray(s.enum)) return (s.enum as unknown[]).map((v) => JSON.stringify(v)).join(' \\| ')
+  if (typeof s.type === 'string') return s.type === 'array' ? 'list' : s.type === 'object' ? 'map' : s.type
+  return ''
+}
+
+function walk (file: string, s: Schema, path: string, schemas: Map<string, Schema>, rows: Row[], depth: number): void {
+  const description = typeof s.description === 'string' ? s.description : ''
+  if (typeof s.$ref === 'string') {
+    const [f, target] = resolveRef(file, s.$ref, schemas)
+    walk(f, { ...target, description: description || target.description }, path, schemas, rows, depth)
+    return
+  }
+  if (path !== '') rows.push({ path, type: typeOf(s), def: s.default === undefined ? '' : JSON.stringify(s.default), description })
+  if (depth > 5) return
+  const props = s.properties as Record<string, Schema> | undefined
+  if (props) for (const [k, v] of Object.entries(props)) walk(file, v, path === '' ? k : `${path}.${k}`, schemas, rows, depth + 1)
+  if (s.items && typeof s.items === 'object') walk(file, s.items as Schema, `${path}[]`, schemas, rows, depth + 1)
+  const extra = s.additionalProperties
+  if (extra && typeof extra === 'object') walk(file, extra as Schema, `${path}.<name>`, schemas, rows, depth + 1)
+}
+
+const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\n/g, ' ')
+
+export function configReference (): string {
+  const schemas = readSchemas() as Map<string, Schema>
+  const root = schemas.get('gateway.schema.json')
+  if (!root) throw new Error('schemas/gateway.schema.json is missing')
+  const rows: Row[] = []
+  walk('gateway.schema.json', root, '', schemas, rows, 0)
+  return ['| key | type | default | meaning |', '|---|---|---|---|',
+    ...rows.map((r) => `| \`${r.path}\` | ${r.type} | ${r.def === '' ? '' : `\`${cell(r.def)}\``} | ${cell(r.description)} |`)].join('\n')
+}
+
+export function errorTable (file = new URL('../../config/errors.yaml', import.meta.url)): string {
+  const errors = (parse(readFileSync(file, 'utf8')) as { errors: ErrorsConfig }).errors
+  return ['| code | reference | HTTP | retry | legacy alias | message |', '|---|---|---|---|---|---|',
+    ...errors.catalogue.map((e) => {
+      const retry = e.retry ? `${e.retry.strategy}${e.retry.after_seconds === undefined ? '' : ` (Retry-After ${e.retry.after_seconds})`}` : 'NONE'
+      return `| \`${e.code}\` | ${e.reference} | ${e.status} | ${retry} | ${(e.aliases ?? []).join(', ')} | ${cell(e.message)}${e.external ? ' *(raised outside the request path)*' : ''} |`
+    })].join('\n')
+}
+
+export const SECTIONS: Record<string, () => string> = { 'config-reference': configReference, 'error-table': errorTable }
+
+/** The README with every generated section replaced by its current text. */
+export function renderReadme (readme: string): string {
+  let out = readme
+  for (const [name, gen] of Object.entries(SECTIONS)) {
+    const begin = `<!-- generated:${name} -->`
+    const end = `<!-- /generated:${name} -->`
+    const a = out.indexOf(begin)
+    const b = out.indexOf(end)
+    if (a === -1 || b === -1) throw new Error(`README lacks the ${begin} … ${end} markers`)
+    out = out.slice(0, a + begin.length) + '\n' + gen() + '\n' + out.slice(b)
+  }
+  return out
+}
