@@ -4,6 +4,7 @@
 // our envelopes and of the mid-stream `event: error` frame, and a parity test in the style of
 // Fastify's errors table: code thrown in plugins/ ⊆ catalogue, and every catalogue entry is
 // either produced here or named in `notYetReachable` with the reason.
+import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Anthropic } from '@anthropic-ai/sdk'
@@ -36,6 +37,12 @@ interface Contract {
 
 /** What the spec (canonical tables, legacy table, stream events) says about each code we test. */
 const CONTRACT: Readonly<Record<string, Contract>> = {
+  AUTH_REQUIRED: { reference: 'GW-AUTH-1001', status: 401, retryable: false, strategy: 'NONE' },
+  AUTH_API_KEY_REVOKED: { reference: 'GW-AUTH-1007', status: 400, retryable: false, strategy: 'NONE' },
+  AUTH_FORBIDDEN: { reference: 'GW-AUTH-1010', status: 403, retryable: false, strategy: 'NONE' },
+  AUTH_API_KEY_NOT_FOUND: { reference: 'GW-AUTH-1019', status: 404, retryable: false, strategy: 'NONE' },
+  AUTH_API_KEY_CONFIGURATION_INVALID: { reference: 'GW-AUTH-1020', status: 400, retryable: false, strategy: 'NONE' },
+  AUTH_API_KEY_NOT_REVEALABLE: { reference: 'GW-AUTH-1021', status: 409, retryable: false, strategy: 'NONE' },
   REQUEST_INVALID: { reference: 'GW-REQUEST-2001', status: 400, retryable: false, strategy: 'NONE' },
   REQUEST_MODEL_REQUIRED: { reference: 'GW-REQUEST-2002', status: 400, retryable: false, strategy: 'NONE' },
   REQUEST_TOO_LARGE: { reference: 'GW-REQUEST-2003', status: 413, retryable: false, strategy: 'NONE' },
@@ -50,6 +57,7 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_AUDIO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3015', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_RETIRED: { reference: 'GW-MODEL-3019', status: 410, retryable: false, strategy: 'NONE' },
   MODEL_VIDEO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3020', status: 400, retryable: false, strategy: 'NONE' },
+  LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
   MODEL_TEMPORARILY_UNAVAILABLE: { reference: 'GW-MODEL-3021', status: 503, retryable: true, strategy: 'BACKOFF', retryAfter: 30 },
   PROVIDER_TIMEOUT: { reference: 'GW-PROVIDER-6001', status: 504, retryable: true, strategy: 'BACKOFF' },
   UPSTREAM_ERROR: { reference: 'GW-PROVIDER-6002', status: 502, retryable: true, strategy: 'BACKOFF' },
@@ -69,12 +77,7 @@ const notYetReachable: Readonly<Record<string, string>> = {
   AUTH_AMBIGUOUS_API_KEY: 'authentication comes in a later slice',
   AUTH_API_KEY_INACTIVE: 'authentication comes in a later slice',
   AUTH_API_KEY_EXPIRED: 'authentication comes in a later slice',
-  AUTH_API_KEY_REVOKED: 'authentication comes in a later slice',
   AUTH_ACCOUNT_SUSPENDED: 'authentication comes in a later slice',
-  AUTH_FORBIDDEN: 'admin/console authorisation comes in a later slice',
-  AUTH_API_KEY_NOT_FOUND: 'key management (admin/console) comes in a later slice',
-  AUTH_API_KEY_CONFIGURATION_INVALID: 'key management (admin/console) comes in a later slice',
-  AUTH_API_KEY_NOT_REVEALABLE: 'key management (admin/console) comes in a later slice',
   REQUEST_TIMEOUT: 'no client-wait timeout is enforced by the core yet',
   REQUEST_ABORTED: 'cancellation before forwarding is not distinguished from REQUEST_CLIENT_DISCONNECTED yet',
   REQUEST_IDEMPOTENCY_IN_PROGRESS: 'idempotency comes in a later slice',
@@ -85,7 +88,6 @@ const notYetReachable: Readonly<Record<string, string>> = {
   MODEL_REQUIRES_TOPUP: 'wallet comes in a later slice',
   LIMIT_RATE_EXCEEDED: 'rate limits come in a later slice',
   LIMIT_API_KEY_QUOTA_EXHAUSTED: 'key quotas come in a later slice',
-  LIMIT_API_KEY_POLICY_NOT_ALLOWED: 'key policies come in a later slice',
   LIMIT_IMAGE_DAILY_CAP: 'key caps come in a later slice',
   LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED: 'key caps come in a later slice',
   BILLING_INSUFFICIENT_CREDITS: 'wallet comes in a later slice'
@@ -120,7 +122,9 @@ const explodingStage: Stage = {
   }
 }
 const outcomes: Outcome[] = []
-const gw = await startTestGateway({ server: { stages: [explodingStage], onFinish: (_ctx, outcome) => { outcomes.push(outcome) } } })
+/** The operators' bearer token: the admin API is mounted at /admin/v1 of the main instance. */
+const ADMIN_TOKEN = 'contract-admin-token-0123456789'
+const gw = await startTestGateway({ server: { stages: [explodingStage], onFinish: (_ctx, outcome) => { outcomes.push(outcome) }, adminToken: ADMIN_TOKEN } })
 t.teardown(() => gw.close())
 t.beforeEach(() => gw.mock.reset())
 
@@ -135,6 +139,51 @@ const strictConfig = writeTestConfig((c) => {
 t.teardown(strictConfig.remove)
 const strict = await startTestGateway({ configFile: strictConfig.file, mock: gw.mock, shareStoreWith: gw })
 t.teardown(() => strict.close())
+
+const ADMIN = '/admin/v1'
+const OPERATOR = { authorization: `Bearer ${ADMIN_TOKEN}` }
+
+/** One admin API call through HTTP, with the operator's token unless other headers are given. */
+function adminCall (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = OPERATOR): Promise<Response> {
+  return fetch(`${base}${ADMIN}${path}`, {
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+}
+
+/** An admin call that must succeed (test setup): its JSON answer. */
+async function adminOk<T = Record<string, unknown>> (base: string, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await adminCall(base, method, path, body)
+  const text = await res.text()
+  if (res.status >= 300) throw new Error(`admin ${method} ${path} answered ${res.status}: ${text}`)
+  return JSON.parse(text) as T
+}
+
+interface Holder {
+  accountId: string
+  keyId: string
+  /** Plaintext of the key. */
+  key: string
+}
+
+interface HolderOptions {
+  /** Wallet credit, a decimal string (default "10.00"); "0" leaves the wallet empty and never topped up. */
+  credit?: string
+  /** A top-up (default) or a grant: a grant pays but does not count as a top-up. */
+  kind?: 'topup' | 'grant'
+  /** Key settings as the admin API takes them (`name` is given). */
+  key?: Record<string, unknown>
+}
+
+/** A new account with one key, set up through the admin API of the instance at `base`. */
+async function newHolder (base: string, opts: HolderOptions = {}): Promise<Holder> {
+  const account = await adminOk<{ id: string }>(base, 'POST', '/accounts', { name: 'contract account' })
+  const credit = opts.credit ?? '10.00'
+  if (credit !== '0') await adminOk(base, 'POST', `/accounts/${account.id}/credits`, { amount: credit, kind: opts.kind ?? 'topup' })
+  const key = await adminOk<{ id: string, key: string }>(base, 'POST', `/accounts/${account.id}/keys`, { name: 'contract key', ...(opts.key ?? {}) })
+  return { accountId: account.id, keyId: key.id, key: key.key }
+}
 
 /** The seeded key of the gateway instance a URL belongs to (each instance has its own store). */
 function authFor (url: string): Record<string, string> {
@@ -523,6 +572,88 @@ t.test('REQUEST_CLIENT_DISCONNECTED: recorded for a client that left mid-stream,
   await eventually(() => outcomes.length > 0, 'the request outcome')
   t.match(outcomes[0], { kind: 'client_disconnected', errorCode: 'REQUEST_CLIENT_DISCONNECTED' })
   produced.add('REQUEST_CLIENT_DISCONNECTED')
+})
+
+t.test('admin API refusals, in the chat-completions envelope', async (t) => {
+  const account = await adminOk<{ id: string, tier: string }>(gw.url, 'POST', '/accounts', { name: 'admin contract' })
+
+  t.test('AUTH_REQUIRED: no admin token, or no Bearer credential', async (t) => {
+    const cases: Array<[string, string, Record<string, string>]> = [
+      ['no Authorization header', '/accounts', {}],
+      ['a Basic credential', '/accounts', { authorization: `Basic ${ADMIN_TOKEN}` }],
+      ['Bearer without a token', '/accounts', { authorization: 'Bearer ' }],
+      ['an unknown admin path: nothing is told about paths', '/nothing-here', {}]
+    ]
+    for (const [what, path, headers] of cases) {
+      const res = await adminCall(gw.url, 'GET', path, undefined, headers)
+      t.equal(res.headers.get('www-authenticate'), 'Bearer realm="model-gateway admin"', `${what}: WWW-Authenticate`)
+      await expectError(t, res, 'chat', 'AUTH_REQUIRED')
+    }
+    // A write without the token changes nothing.
+    await expectError(t, await adminCall(gw.url, 'POST', '/accounts', { name: 'sneaky' }, {}), 'chat', 'AUTH_REQUIRED')
+  })
+
+  t.test('AUTH_FORBIDDEN: a wrong admin token', async (t) => {
+    await expectError(t, await adminCall(gw.url, 'GET', '/accounts', undefined, { authorization: `Bearer ${ADMIN_TOKEN}x` }), 'chat', 'AUTH_FORBIDDEN')
+    await expectError(t, await adminCall(gw.url, 'PATCH', `/accounts/${account.id}`, { status: 'suspended' }, { authorization: 'Bearer wrong' }), 'chat', 'AUTH_FORBIDDEN')
+    // A gateway API key is not an admin token.
+    await expectError(t, await adminCall(gw.url, 'GET', '/accounts', undefined, gw.auth), 'chat', 'AUTH_FORBIDDEN')
+    const after = await adminOk<{ status: string }>(gw.url, 'GET', `/accounts/${account.id}`)
+    t.equal(after.status, 'active', 'the refused write changed nothing')
+  })
+
+  t.test('AUTH_API_KEY_NOT_FOUND: every key route, param key_id', async (t) => {
+    await expectError(t, await adminCall(gw.url, 'GET', '/keys/key_missing'), 'chat', 'AUTH_API_KEY_NOT_FOUND', 'key_id')
+    await expectError(t, await adminCall(gw.url, 'PATCH', '/keys/key_missing', { name: 'x' }), 'chat', 'AUTH_API_KEY_NOT_FOUND', 'key_id')
+    await expectError(t, await adminCall(gw.url, 'POST', '/keys/key_missing/revoke'), 'chat', 'AUTH_API_KEY_NOT_FOUND', 'key_id')
+    await expectError(t, await adminCall(gw.url, 'GET', '/keys/key_missing/reveal'), 'chat', 'AUTH_API_KEY_NOT_FOUND', 'key_id')
+  })
+
+  t.test('AUTH_API_KEY_CONFIGURATION_INVALID: param names the field', async (t) => {
+    const keys = `/accounts/${account.id}/keys`
+    const cases: Array<[string, unknown, string]> = [
+      ['name missing', {}, 'name'],
+      ['expiry not a date', { name: 'k', expires_at: 'tomorrow' }, 'expires_at'],
+      ['expiry in the past', { name: 'k', expires_at: '2001-01-01T00:00:00Z' }, 'expires_at'],
+      ['unknown model', { name: 'k', allowed_models: ['openai/gpt-99'] }, 'allowed_models'],
+      ['money as a number', { name: 'k', quota: 25 }, 'quota'],
+      ['bad tag', { name: 'k', tags: ['has space'] }, 'tags'],
+      ['unknown policy', { name: 'k', rate_limit_policy: 'platinum' }, 'rate_limit_policy'],
+      ['misspelt field', { name: 'k', allowed_model: ['openai/gpt-4o'] }, 'allowed_model']
+    ]
+    for (const [what, body, param] of cases) {
+      t.test(what, async (t) => {
+        await expectError(t, await adminCall(gw.url, 'POST', keys, body), 'chat', 'AUTH_API_KEY_CONFIGURATION_INVALID', param)
+      })
+    }
+    const key = await adminOk<{ id: string }>(gw.url, 'POST', keys, { name: 'to patch' })
+    await expectError(t, await adminCall(gw.url, 'PATCH', `/keys/${key.id}`, { timezone: 'Mars/Olympus' }), 'chat', 'AUTH_API_KEY_CONFIGURATION_INVALID', 'timezone')
+    await expectError(t, await adminCall(gw.url, 'POST', `${keys}/import-legacy`, { key: 'sk-not-legacy', name: 'old' }), 'chat', 'AUTH_API_KEY_CONFIGURATION_INVALID', 'key')
+  })
+
+  t.test('AUTH_API_KEY_NOT_REVEALABLE: an imported legacy key', async (t) => {
+    const legacy = `gw_live_${randomBytes(12).toString('hex')}`
+    const imported = await adminOk<{ id: string, legacy: boolean }>(gw.url, 'POST', `/accounts/${account.id}/keys/import-legacy`, { key: legacy, name: 'old system' })
+    t.equal(imported.legacy, true)
+    const res = await adminCall(gw.url, 'GET', `/keys/${imported.id}/reveal`)
+    const body = await expectError(t, res, 'chat', 'AUTH_API_KEY_NOT_REVEALABLE', 'key_id')
+    t.notOk(JSON.stringify(body).includes(legacy), 'the refusal does not echo the key')
+  })
+
+  t.test('AUTH_API_KEY_REVOKED: update or reveal after revoke', async (t) => {
+    const key = await adminOk<{ id: string }>(gw.url, 'POST', `/accounts/${account.id}/keys`, { name: 'to revoke' })
+    await adminOk(gw.url, 'POST', `/keys/${key.id}/revoke`)
+    await expectError(t, await adminCall(gw.url, 'PATCH', `/keys/${key.id}`, { active: true }), 'chat', 'AUTH_API_KEY_REVOKED', 'key_id')
+    await expectError(t, await adminCall(gw.url, 'PATCH', `/keys/${key.id}`, { name: 'renamed' }), 'chat', 'AUTH_API_KEY_REVOKED', 'key_id')
+    await expectError(t, await adminCall(gw.url, 'GET', `/keys/${key.id}/reveal`), 'chat', 'AUTH_API_KEY_REVOKED', 'key_id')
+  })
+
+  t.test('LIMIT_API_KEY_POLICY_NOT_ALLOWED: a key policy above the account tier', async (t) => {
+    t.equal(account.tier, 'free', 'the account is on the lowest tier')
+    await expectError(t, await adminCall(gw.url, 'POST', `/accounts/${account.id}/keys`, { name: 'k', rate_limit_policy: 'enterprise' }), 'chat', 'LIMIT_API_KEY_POLICY_NOT_ALLOWED', 'rate_limit_policy')
+    const key = await adminOk<{ id: string }>(gw.url, 'POST', `/accounts/${account.id}/keys`, { name: 'k', rate_limit_policy: 'free' })
+    await expectError(t, await adminCall(gw.url, 'PATCH', `/keys/${key.id}`, { rate_limit_policy: 'standard' }), 'chat', 'LIMIT_API_KEY_POLICY_NOT_ALLOWED', 'rate_limit_policy')
+  })
 })
 
 t.test('official SDKs parse our envelopes into their own error classes', async (t) => {
