@@ -14,6 +14,7 @@ import t from 'tap'
 import { parse } from 'yaml'
 import type { ErrorsConfig } from '../plugins/config/types.js'
 import type { Outcome, Stage } from '../plugins/gateway/index.js'
+import { ManualClock } from '../plugins/store/testing.js'
 import { replyChunks } from './fixtures/mock-upstream.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { modelOf, providerOf, writeTestConfig } from './helpers/test-config.js'
@@ -38,7 +39,13 @@ interface Contract {
 /** What the spec (canonical tables, legacy table, stream events) says about each code we test. */
 const CONTRACT: Readonly<Record<string, Contract>> = {
   AUTH_REQUIRED: { reference: 'GW-AUTH-1001', status: 401, retryable: false, strategy: 'NONE' },
+  AUTH_API_KEY_REQUIRED: { reference: 'GW-AUTH-1002', status: 401, retryable: false, strategy: 'NONE' },
+  AUTH_INVALID_API_KEY: { reference: 'GW-AUTH-1003', status: 401, retryable: false, strategy: 'NONE' },
+  AUTH_AMBIGUOUS_API_KEY: { reference: 'GW-AUTH-1004', status: 400, retryable: false, strategy: 'NONE' },
+  AUTH_API_KEY_INACTIVE: { reference: 'GW-AUTH-1005', status: 403, retryable: false, strategy: 'NONE' },
+  AUTH_API_KEY_EXPIRED: { reference: 'GW-AUTH-1006', status: 403, retryable: false, strategy: 'NONE' },
   AUTH_API_KEY_REVOKED: { reference: 'GW-AUTH-1007', status: 400, retryable: false, strategy: 'NONE' },
+  AUTH_ACCOUNT_SUSPENDED: { reference: 'GW-AUTH-1008', status: 403, retryable: false, strategy: 'NONE' },
   AUTH_FORBIDDEN: { reference: 'GW-AUTH-1010', status: 403, retryable: false, strategy: 'NONE' },
   AUTH_API_KEY_NOT_FOUND: { reference: 'GW-AUTH-1019', status: 404, retryable: false, strategy: 'NONE' },
   AUTH_API_KEY_CONFIGURATION_INVALID: { reference: 'GW-AUTH-1020', status: 400, retryable: false, strategy: 'NONE' },
@@ -52,6 +59,7 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   REQUEST_ROUTE_NOT_FOUND: { reference: 'GW-REQUEST-2007', status: 404, retryable: false, strategy: 'NONE' },
   REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED: { reference: 'GW-REQUEST-2014', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_NOT_FOUND: { reference: 'GW-MODEL-3001', status: 404, retryable: false, strategy: 'NONE' },
+  MODEL_ACCESS_DENIED: { reference: 'GW-MODEL-3002', status: 403, retryable: false, strategy: 'NONE' },
   MODEL_PROTOCOL_UNSUPPORTED: { reference: 'GW-MODEL-3003', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_VISION_UNSUPPORTED: { reference: 'GW-MODEL-3007', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_AUDIO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3015', status: 400, retryable: false, strategy: 'NONE' },
@@ -72,18 +80,11 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
  * produced (the list went stale).
  */
 const notYetReachable: Readonly<Record<string, string>> = {
-  AUTH_API_KEY_REQUIRED: 'authentication comes in a later slice',
-  AUTH_INVALID_API_KEY: 'authentication comes in a later slice',
-  AUTH_AMBIGUOUS_API_KEY: 'authentication comes in a later slice',
-  AUTH_API_KEY_INACTIVE: 'authentication comes in a later slice',
-  AUTH_API_KEY_EXPIRED: 'authentication comes in a later slice',
-  AUTH_ACCOUNT_SUSPENDED: 'authentication comes in a later slice',
   REQUEST_TIMEOUT: 'no client-wait timeout is enforced by the core yet',
   REQUEST_ABORTED: 'cancellation before forwarding is not distinguished from REQUEST_CLIENT_DISCONNECTED yet',
   REQUEST_IDEMPOTENCY_IN_PROGRESS: 'idempotency comes in a later slice',
   REQUEST_IDEMPOTENCY_CONFLICT: 'idempotency comes in a later slice',
   REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE: 'idempotency comes in a later slice',
-  MODEL_ACCESS_DENIED: 'key allow-lists come with authentication',
   MODEL_PARAMETER_UNSUPPORTED: 'parameter validation per model is not implemented yet',
   MODEL_REQUIRES_TOPUP: 'wallet comes in a later slice',
   LIMIT_RATE_EXCEEDED: 'rate limits come in a later slice',
@@ -183,6 +184,37 @@ async function newHolder (base: string, opts: HolderOptions = {}): Promise<Holde
   if (credit !== '0') await adminOk(base, 'POST', `/accounts/${account.id}/credits`, { amount: credit, kind: opts.kind ?? 'topup' })
   const key = await adminOk<{ id: string, key: string }>(base, 'POST', `/accounts/${account.id}/keys`, { name: 'contract key', ...(opts.key ?? {}) })
   return { accountId: account.id, keyId: key.id, key: key.key }
+}
+
+/** A second instance on its own store, whose clock the tests move (key expiry). */
+const clock = new ManualClock(new Date())
+const clocked = await startTestGateway({ mock: gw.mock, services: { clock }, server: { adminToken: ADMIN_TOKEN } })
+t.teardown(() => clocked.close())
+
+/** Each family's usual key header, as its SDK sends it. */
+const KEY_HEADER: Readonly<Record<Family, (key: string) => Record<string, string>>> = {
+  chat: (key) => ({ authorization: `Bearer ${key}` }),
+  messages: (key) => ({ 'x-api-key': key }),
+  genai: (key) => ({ 'x-genai-api-key': key })
+}
+const FAMILIES: readonly Family[] = ['chat', 'messages', 'genai']
+/** A model each family's plain request names (all three funded-account requests answer 200). */
+const FAMILY_MODEL: Readonly<Record<Family, string>> = { chat: 'openai/gpt-4o-mini', messages: 'anthropic/claude-haiku-3.5', genai: 'genai/gemini-2.5-flash' }
+
+/** A plain request of the family for `model`, carrying exactly the given key headers (maybe none). */
+function callAs (base: string, family: Family, keyHeaders: Record<string, string>, model = FAMILY_MODEL[family]): Promise<Response> {
+  const [path, body] = family === 'chat'
+    ? ['/v1/chat/completions', chatBody(model)]
+    : family === 'messages'
+      ? ['/v1/messages', messagesBody(model)]
+      : [`/genai/v1beta/models/${encodeURIComponent(model)}:generateContent`, genaiBody()]
+  return fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...keyHeaders }, body })
+}
+
+/** The key works: a 200 answer (its body drained). */
+async function expectServed (t: Assert, res: Response, what: string): Promise<void> {
+  await res.arrayBuffer()
+  t.equal(res.status, 200, `${what}: served`)
 }
 
 /** The seeded key of the gateway instance a URL belongs to (each instance has its own store). */
@@ -572,6 +604,105 @@ t.test('REQUEST_CLIENT_DISCONNECTED: recorded for a client that left mid-stream,
   await eventually(() => outcomes.length > 0, 'the request outcome')
   t.match(outcomes[0], { kind: 'client_disconnected', errorCode: 'REQUEST_CLIENT_DISCONNECTED' })
   produced.add('REQUEST_CLIENT_DISCONNECTED')
+})
+
+t.test('AUTH_API_KEY_REQUIRED: no key header, in the envelope of the entry protocol', async (t) => {
+  const noKey: Array<[string, string, string, Family]> = [
+    ['POST', '/v1/chat/completions', chatBody('openai/gpt-4o'), 'chat'],
+    ['POST', '/responses', JSON.stringify({ model: 'openai/gpt-4o', input: 'hi' }), 'chat'],
+    ['POST', '/v1/messages', messagesBody('anthropic/claude-sonnet-4'), 'messages'],
+    ['POST', '/msgs/v1/messages', messagesBody('anthropic/claude-sonnet-4'), 'messages'],
+    ['POST', '/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent', genaiBody(), 'genai'],
+    ['POST', '/genai/v1beta/models/genai%2Fgemini-2.5-flash:streamGenerateContent?alt=sse', genaiBody(), 'genai'],
+    ['GET', '/v1/jobs/job_1', '', 'chat']
+  ]
+  for (const [method, path, body, family] of noKey) {
+    t.test(`${method} ${path}`, async (t) => {
+      const res = await fetch(gw.url + path, { method, ...(method === 'GET' ? {} : { headers: { 'content-type': 'application/json' }, body }) })
+      await expectError(t, res, family, 'AUTH_API_KEY_REQUIRED')
+      nothingForwarded(t)
+    })
+  }
+  t.test('empty key headers count as absent', async (t) => {
+    await expectError(t, await callAs(gw.url, 'chat', { authorization: 'Bearer ' }), 'chat', 'AUTH_API_KEY_REQUIRED')
+    await expectError(t, await callAs(gw.url, 'messages', { 'x-api-key': '' }), 'messages', 'AUTH_API_KEY_REQUIRED')
+    await expectError(t, await callAs(gw.url, 'genai', { 'x-genai-api-key': ' ' }), 'genai', 'AUTH_API_KEY_REQUIRED')
+    nothingForwarded(t)
+  })
+})
+
+t.test('AUTH_INVALID_API_KEY', async (t) => {
+  t.test('a key that does not exist, in each family\'s own header', async (t) => {
+    const unknown = ['sk-' + 'A'.repeat(49), `gw_live_${randomBytes(12).toString('hex')}`, 'not-a-key']
+    for (const family of FAMILIES) {
+      for (const key of unknown) await expectError(t, await callAs(gw.url, family, KEY_HEADER[family](key)), family, 'AUTH_INVALID_API_KEY')
+    }
+    // A credential in a foreign scheme is no API key.
+    await expectError(t, await callAs(gw.url, 'chat', { authorization: 'Basic dXNlcjpwYXNz' }), 'chat', 'AUTH_INVALID_API_KEY')
+    nothingForwarded(t)
+  })
+  t.test('a revoked key, on its next request', async (t) => {
+    const holder = await newHolder(gw.url)
+    for (const family of FAMILIES) await expectServed(t, await callAs(gw.url, family, KEY_HEADER[family](holder.key)), family)
+    gw.mock.reset()
+    await adminOk(gw.url, 'POST', `/keys/${holder.keyId}/revoke`)
+    for (const family of FAMILIES) await expectError(t, await callAs(gw.url, family, KEY_HEADER[family](holder.key)), family, 'AUTH_INVALID_API_KEY')
+    nothingForwarded(t)
+  })
+})
+
+t.test('AUTH_AMBIGUOUS_API_KEY: different keys in two key headers', async (t) => {
+  const other = await newHolder(gw.url)
+  const pairs: Record<Family, Record<string, string>> = {
+    chat: { authorization: `Bearer ${gw.key}`, 'x-api-key': other.key },
+    messages: { 'x-api-key': gw.key, 'x-genai-api-key': other.key },
+    genai: { 'x-genai-api-key': gw.key, 'x-goog-api-key': other.key }
+  }
+  for (const family of FAMILIES) await expectError(t, await callAs(gw.url, family, pairs[family]), family, 'AUTH_AMBIGUOUS_API_KEY')
+  nothingForwarded(t)
+  // The same key in several headers is accepted.
+  await expectServed(t, await callAs(gw.url, 'chat', { authorization: `Bearer ${gw.key}`, 'x-api-key': gw.key, 'x-genai-api-key': gw.key }), 'one key, three headers')
+})
+
+t.test('AUTH_API_KEY_INACTIVE: a key set inactive', async (t) => {
+  const holder = await newHolder(gw.url, { key: { active: false } })
+  for (const family of FAMILIES) await expectError(t, await callAs(gw.url, family, KEY_HEADER[family](holder.key)), family, 'AUTH_API_KEY_INACTIVE')
+  nothingForwarded(t)
+  await adminOk(gw.url, 'PATCH', `/keys/${holder.keyId}`, { active: true })
+  await expectServed(t, await callAs(gw.url, 'chat', KEY_HEADER.chat(holder.key)), 'active again')
+})
+
+t.test('AUTH_API_KEY_EXPIRED: from the expiry instant on', async (t) => {
+  const expiresAt = new Date(clock.now().getTime() + 60_000)
+  const holder = await newHolder(clocked.url, { key: { expires_at: expiresAt.toISOString() } })
+  clock.advance(59_999)
+  await expectServed(t, await callAs(clocked.url, 'chat', KEY_HEADER.chat(holder.key)), '1 ms before expiry')
+  gw.mock.reset()
+  clock.advance(1)
+  for (const family of FAMILIES) await expectError(t, await callAs(clocked.url, family, KEY_HEADER[family](holder.key)), family, 'AUTH_API_KEY_EXPIRED')
+  nothingForwarded(t)
+})
+
+t.test('AUTH_ACCOUNT_SUSPENDED: the owning account was suspended', async (t) => {
+  const holder = await newHolder(gw.url)
+  await expectServed(t, await callAs(gw.url, 'chat', KEY_HEADER.chat(holder.key)), 'before the suspension')
+  gw.mock.reset()
+  await adminOk(gw.url, 'PATCH', `/accounts/${holder.accountId}`, { status: 'suspended' })
+  for (const family of FAMILIES) await expectError(t, await callAs(gw.url, family, KEY_HEADER[family](holder.key)), family, 'AUTH_ACCOUNT_SUSPENDED')
+  nothingForwarded(t)
+  await adminOk(gw.url, 'PATCH', `/accounts/${holder.accountId}`, { status: 'active' })
+  await expectServed(t, await callAs(gw.url, 'chat', KEY_HEADER.chat(holder.key)), 'reactivated')
+})
+
+t.test('MODEL_ACCESS_DENIED: a model outside the key\'s allowed list, never forwarded', async (t) => {
+  const holder = await newHolder(gw.url, { key: { allowed_models: ['openai/gpt-4o-mini'] } })
+  await expectError(t, await callAs(gw.url, 'chat', KEY_HEADER.chat(holder.key), 'openai/gpt-4o'), 'chat', 'MODEL_ACCESS_DENIED', 'model')
+  for (const family of ['messages', 'genai'] as const) {
+    await expectError(t, await callAs(gw.url, family, KEY_HEADER[family](holder.key)), family, 'MODEL_ACCESS_DENIED', 'model')
+  }
+  nothingForwarded(t)
+  await expectServed(t, await callAs(gw.url, 'chat', KEY_HEADER.chat(holder.key), 'openai/gpt-4o-mini'), 'the allowed model')
+  t.equal(gw.mock.calls.length, 1, 'only the allowed request reached the upstream')
 })
 
 t.test('admin API refusals, in the chat-completions envelope', async (t) => {
