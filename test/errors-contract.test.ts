@@ -63,10 +63,14 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_PROTOCOL_UNSUPPORTED: { reference: 'GW-MODEL-3003', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_VISION_UNSUPPORTED: { reference: 'GW-MODEL-3007', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_AUDIO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3015', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_REQUIRES_TOPUP: { reference: 'GW-MODEL-3018', status: 403, retryable: false, strategy: 'TOP_UP' },
   MODEL_RETIRED: { reference: 'GW-MODEL-3019', status: 410, retryable: false, strategy: 'NONE' },
   MODEL_VIDEO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3020', status: 400, retryable: false, strategy: 'NONE' },
   LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
   MODEL_TEMPORARILY_UNAVAILABLE: { reference: 'GW-MODEL-3021', status: 503, retryable: true, strategy: 'BACKOFF', retryAfter: 30 },
+  // The spec leaves the status of GW-BILLING-5001 open (its legacy alias INSUFFICIENT_CREDITS was
+  // 422); the catalogue answers 402, which every SDK maps to its plain API error.
+  BILLING_INSUFFICIENT_CREDITS: { reference: 'GW-BILLING-5001', status: 402, retryable: false, strategy: 'TOP_UP' },
   PROVIDER_TIMEOUT: { reference: 'GW-PROVIDER-6001', status: 504, retryable: true, strategy: 'BACKOFF' },
   UPSTREAM_ERROR: { reference: 'GW-PROVIDER-6002', status: 502, retryable: true, strategy: 'BACKOFF' },
   UPSTREAM_POOL_UNAVAILABLE: { reference: 'GW-PROVIDER-6003', status: 503, retryable: true, strategy: 'BACKOFF' },
@@ -86,12 +90,10 @@ const notYetReachable: Readonly<Record<string, string>> = {
   REQUEST_IDEMPOTENCY_CONFLICT: 'idempotency comes in a later slice',
   REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE: 'idempotency comes in a later slice',
   MODEL_PARAMETER_UNSUPPORTED: 'parameter validation per model is not implemented yet',
-  MODEL_REQUIRES_TOPUP: 'wallet comes in a later slice',
   LIMIT_RATE_EXCEEDED: 'rate limits come in a later slice',
   LIMIT_API_KEY_QUOTA_EXHAUSTED: 'key quotas come in a later slice',
   LIMIT_IMAGE_DAILY_CAP: 'key caps come in a later slice',
-  LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED: 'key caps come in a later slice',
-  BILLING_INSUFFICIENT_CREDITS: 'wallet comes in a later slice'
+  LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED: 'key caps come in a later slice'
 }
 
 /** Codes the tests of this file saw the gateway produce. */
@@ -186,10 +188,18 @@ async function newHolder (base: string, opts: HolderOptions = {}): Promise<Holde
   return { accountId: account.id, keyId: key.id, key: key.key }
 }
 
-/** A second instance on its own store, whose clock the tests move (key expiry). */
+/**
+ * A second instance on its own store: its clock is moved by the tests (key expiry), and one model
+ * of each family needs a first top-up (`requires_topup`).
+ */
+const TOPUP_MODELS = ['openai/gpt-4o-mini', 'anthropic/claude-haiku-3.5', 'genai/gemini-2.5-flash']
+const secondConfig = writeTestConfig((c) => {
+  for (const id of TOPUP_MODELS) modelOf(c, id).requires_topup = true
+})
+t.teardown(secondConfig.remove)
 const clock = new ManualClock(new Date())
-const clocked = await startTestGateway({ mock: gw.mock, services: { clock }, server: { adminToken: ADMIN_TOKEN } })
-t.teardown(() => clocked.close())
+const second = await startTestGateway({ configFile: secondConfig.file, mock: gw.mock, services: { clock }, server: { adminToken: ADMIN_TOKEN } })
+t.teardown(() => second.close())
 
 /** Each family's usual key header, as its SDK sends it. */
 const KEY_HEADER: Readonly<Record<Family, (key: string) => Record<string, string>>> = {
@@ -674,12 +684,12 @@ t.test('AUTH_API_KEY_INACTIVE: a key set inactive', async (t) => {
 
 t.test('AUTH_API_KEY_EXPIRED: from the expiry instant on', async (t) => {
   const expiresAt = new Date(clock.now().getTime() + 60_000)
-  const holder = await newHolder(clocked.url, { key: { expires_at: expiresAt.toISOString() } })
+  const holder = await newHolder(second.url, { key: { expires_at: expiresAt.toISOString() } })
   clock.advance(59_999)
-  await expectServed(t, await callAs(clocked.url, 'chat', KEY_HEADER.chat(holder.key)), '1 ms before expiry')
+  await expectServed(t, await callAs(second.url, 'chat', KEY_HEADER.chat(holder.key)), '1 ms before expiry')
   gw.mock.reset()
   clock.advance(1)
-  for (const family of FAMILIES) await expectError(t, await callAs(clocked.url, family, KEY_HEADER[family](holder.key)), family, 'AUTH_API_KEY_EXPIRED')
+  for (const family of FAMILIES) await expectError(t, await callAs(second.url, family, KEY_HEADER[family](holder.key)), family, 'AUTH_API_KEY_EXPIRED')
   nothingForwarded(t)
 })
 
@@ -703,6 +713,57 @@ t.test('MODEL_ACCESS_DENIED: a model outside the key\'s allowed list, never forw
   nothingForwarded(t)
   await expectServed(t, await callAs(gw.url, 'chat', KEY_HEADER.chat(holder.key), 'openai/gpt-4o-mini'), 'the allowed model')
   t.equal(gw.mock.calls.length, 1, 'only the allowed request reached the upstream')
+})
+
+t.test('BILLING_INSUFFICIENT_CREDITS: 402, retry TOP_UP, not retryable; nothing held, nothing forwarded', async (t) => {
+  t.test('an empty wallet', async (t) => {
+    const holder = await newHolder(gw.url, { credit: '0' })
+    for (const family of FAMILIES) {
+      const res = await callAs(gw.url, family, KEY_HEADER[family](holder.key))
+      t.equal(res.status, 402, `${family}: HTTP 402`)
+      const body = await expectError(t, res, family, 'BILLING_INSUFFICIENT_CREDITS') as { error: Record<string, any> }
+      if (family === 'messages') {
+        t.equal(body.error.type, 'billing_error', 'messages-family error.type is billing_error')
+        t.strictSame(body.error.retry, { retryable: false, strategy: 'TOP_UP' })
+      } else if (family === 'chat') {
+        t.strictSame(body.error.retry, { retryable: false, strategy: 'TOP_UP' })
+      } else {
+        t.match(body.error.details[0].metadata, { retryable: 'false', retry_strategy: 'TOP_UP', billing_status: 'NOT_BILLED' })
+      }
+    }
+    nothingForwarded(t)
+    const wallet = await adminOk(gw.url, 'GET', `/accounts/${holder.accountId}/wallet`)
+    t.match(wallet, { balance: '0.00', held: '0.00', available: '0.00' }, 'no hold was left behind')
+  })
+  t.test('a balance below the worst-case cost of the request, until a top-up', async (t) => {
+    const holder = await newHolder(gw.url, { credit: '0.000001' })
+    await expectError(t, await callAs(gw.url, 'chat', KEY_HEADER.chat(holder.key)), 'chat', 'BILLING_INSUFFICIENT_CREDITS')
+    nothingForwarded(t)
+    await adminOk(gw.url, 'POST', `/accounts/${holder.accountId}/credits`, { amount: '10.00' })
+    await expectServed(t, await callAs(gw.url, 'chat', KEY_HEADER.chat(holder.key)), 'after the top-up')
+  })
+})
+
+t.test('MODEL_REQUIRES_TOPUP: an account that never topped up, whatever its balance', async (t) => {
+  t.same(TOPUP_MODELS, FAMILIES.map((f) => FAMILY_MODEL[f]), 'each family\'s plain request names a model that needs a top-up')
+  t.test('granted credit pays but does not unlock', async (t) => {
+    const holder = await newHolder(second.url, { credit: '10.00', kind: 'grant' })
+    for (const family of FAMILIES) {
+      const body = await expectError(t, await callAs(second.url, family, KEY_HEADER[family](holder.key)), family, 'MODEL_REQUIRES_TOPUP', 'model') as { error: Record<string, any> }
+      if (family !== 'genai') t.strictSame(body.error.retry, { retryable: false, strategy: 'TOP_UP' })
+    }
+    nothingForwarded(t)
+    await expectServed(t, await callAs(second.url, 'chat', KEY_HEADER.chat(holder.key), 'openai/gpt-4o'), 'a model without the requirement, paid by the grant')
+    gw.mock.reset()
+    // Any top-up unlocks it, on the next request (the cached account is refreshed).
+    await adminOk(second.url, 'POST', `/accounts/${holder.accountId}/credits`, { amount: '1.00', kind: 'topup' })
+    for (const family of FAMILIES) await expectServed(t, await callAs(second.url, family, KEY_HEADER[family](holder.key)), `${family} after a top-up`)
+  })
+  t.test('an empty wallet: the top-up requirement is named, not the balance', async (t) => {
+    const holder = await newHolder(second.url, { credit: '0' })
+    await expectError(t, await callAs(second.url, 'chat', KEY_HEADER.chat(holder.key)), 'chat', 'MODEL_REQUIRES_TOPUP', 'model')
+    nothingForwarded(t)
+  })
 })
 
 t.test('admin API refusals, in the chat-completions envelope', async (t) => {
