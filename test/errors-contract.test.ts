@@ -634,6 +634,11 @@ t.test('AUTH_API_KEY_REQUIRED: no key header, in the envelope of the entry proto
       nothingForwarded(t)
     })
   }
+  t.test('the key is asked for before the model is looked at', async (t) => {
+    await expectError(t, await callAs(gw.url, 'chat', {}, 'openai/gpt-99'), 'chat', 'AUTH_API_KEY_REQUIRED')
+    await expectError(t, await callAs(gw.url, 'genai', {}, 'genai/veo-3'), 'genai', 'AUTH_API_KEY_REQUIRED')
+    nothingForwarded(t)
+  })
   t.test('empty key headers count as absent', async (t) => {
     await expectError(t, await callAs(gw.url, 'chat', { authorization: 'Bearer ' }), 'chat', 'AUTH_API_KEY_REQUIRED')
     await expectError(t, await callAs(gw.url, 'messages', { 'x-api-key': '' }), 'messages', 'AUTH_API_KEY_REQUIRED')
