@@ -16,6 +16,8 @@ export interface Outcome {
   usage: Usage | null
   /** Gateway time before the upstream was called plus after its headers came back, ms. */
   overheadMs: number | null
+  /** The upstream job a job-creating answer or a job poll named, and the status a poll read. */
+  job?: { id: string | undefined, status: string | undefined }
 }
 
 /** Per-request state passed along the stage chain. Plugins keep their own data in `slots`. */

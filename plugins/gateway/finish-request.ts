@@ -2,15 +2,11 @@ import type { FastifyBaseLogger } from 'fastify'
 import { authOf } from '../auth/auth-stage.js'
 import type { RequestLogRow } from '../store/request-log/types.js'
 import type { RequestLogWriter } from '../store/request-log/writer.js'
-import type { LedgerStore } from '../store/ledger/types.js'
-import type { Clock } from '../store/clock.js'
-import { settle, type Settled } from '../wallet/settle.js'
+import { settle, type SettleDeps, type Settled } from '../wallet/settle.js'
 import type { Outcome, RequestContext } from './context.js'
 
-export interface FinishDeps {
-  ledger: LedgerStore
+export interface FinishDeps extends SettleDeps {
   requestLog: RequestLogWriter
-  clock: Clock
   log: FastifyBaseLogger
 }
 
@@ -63,7 +59,7 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, settled: Sett
  */
 export function finishRequest (deps: FinishDeps): (ctx: RequestContext, outcome: Outcome) => void {
   return (ctx, outcome) => {
-    settle(deps.ledger, ctx, outcome, outcome.usage).then(
+    settle(deps, ctx, outcome, outcome.usage).then(
       (settled) => { deps.requestLog.write(requestRow(ctx, outcome, settled, deps.clock.now())) },
       (err: unknown) => {
         // The hold stays open and the reaper releases it; the row says the charge is unknown.

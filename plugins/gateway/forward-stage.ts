@@ -203,7 +203,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
           answeredModel: answered,
           upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
           usage: finalUsage(),
-          overheadMs
+          overheadMs,
+          ...(meter && (meter.jobId !== undefined || meter.jobStatus !== undefined) ? { job: { id: meter.jobId, status: meter.jobStatus } } : {})
         })
       }
     })

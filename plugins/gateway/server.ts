@@ -4,6 +4,7 @@ import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
 import { authStage, modelAccessStage } from '../auth/auth-stage.js'
+import { compileModels } from '../models/catalogue.js'
 import { walletStage } from '../wallet/wallet-stage.js'
 import { finishRequest } from './finish-request.js'
 import { gatewayFrameworkErrors, modelGateway, type GatewayOptions } from './index.js'
@@ -61,7 +62,14 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     walletStage({ ledger: services.store.ledger, config: opts.config.wallet }),
     ...(opts.stages ?? [])
   ]
-  const settleAndLog = finishRequest({ ledger: services.store.ledger, requestLog: services.requestLog, clock: services.clock, log: app.log })
+  const settleAndLog = finishRequest({
+    ledger: services.store.ledger,
+    jobs: services.store.jobs,
+    models: compileModels(opts.config),
+    requestLog: services.requestLog,
+    clock: services.clock,
+    log: app.log
+  })
   const onFinish = opts.onFinish
   await app.register(modelGateway, {
     ...gatewayOptions,

@@ -39,3 +39,28 @@ export function createJobMeter (): Meter {
     get jobId () { return jobId }
   }
 }
+
+/**
+ * A job poll (`GET /v1/videos/{id}`, `GET /v1/jobs/{id}`) bills nothing itself, but its answer
+ * tells when the job ended: `status` `completed` (then the job's hold is posted) or `failed`
+ * (then it is released).
+ */
+export function createJobPollMeter (): Meter {
+  let jobId: string | undefined
+  let jobStatus: string | undefined
+  const reader = createBodyReader({ sse: false, scan: { capture: new Set([...ID_KEYS, 'status']) } })
+  return {
+    onChunk: (chunk) => reader.push(chunk),
+    finish: (): Usage => {
+      const scan = reader.scan()
+      const captured = scan ? parseCaptured(scan.captured) : new Map<string, unknown>()
+      jobId = jobIdOf(captured)
+      const status = captured.get('status')
+      jobStatus = typeof status === 'string' ? status : undefined
+      const usage = emptyUsage()
+      return usage
+    },
+    get jobId () { return jobId },
+    get jobStatus () { return jobStatus }
+  }
+}

@@ -31,6 +31,8 @@ export interface Meter {
   onChunk (chunk: Buffer): void
   /** The usage; never throws, and returns the same answer when called again. */
   finish (): Usage
-  /** The upstream job id of a job-creating answer, once finish() has run. */
+  /** The upstream job id of a job-creating answer or a job poll, once finish() has run. */
   readonly jobId?: string | undefined
+  /** A job poll's `status` (`completed`, `failed`, …), once finish() has run. */
+  readonly jobStatus?: string | undefined
 }

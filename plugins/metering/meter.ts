@@ -3,7 +3,7 @@
 
 import { createSpeechMeter, createTranscriptionMeter } from './audio-meters.js'
 import { createImageMeter } from './image-meter.js'
-import { createJobMeter } from './job-meter.js'
+import { createJobMeter, createJobPollMeter } from './job-meter.js'
 import type { Meter, MeterInput } from './meter-types.js'
 import { requestChars } from './request-text.js'
 import { tokenDialect } from './token-dialects.js'
@@ -14,6 +14,7 @@ export type { Meter, MeterInput, RequestFacts } from './meter-types.js'
 
 const IMAGE_OPERATIONS: ReadonlySet<string> = new Set(['images.generations', 'genai.generateImages', 'genai.editImage', 'genai.upscaleImage'])
 const JOB_OPERATIONS: ReadonlySet<string> = new Set(['videos.create', 'music.create', 'genai.generateVideos'])
+const JOB_POLL_OPERATIONS: ReadonlySet<string> = new Set(['videos.get', 'jobs.get'])
 
 /** Operations the meter knows how to read. Others (job polls, content downloads) bill nothing. */
 export const METERED_OPERATIONS: ReadonlySet<string> = new Set([
@@ -30,6 +31,7 @@ function meterFor (input: MeterInput): Meter {
   if (dialect) return createTokenMeter(dialect, input)
   if (IMAGE_OPERATIONS.has(input.operation)) return createImageMeter(input, false)
   if (JOB_OPERATIONS.has(input.operation)) return createJobMeter()
+  if (JOB_POLL_OPERATIONS.has(input.operation)) return createJobPollMeter()
   switch (input.operation) {
     case 'images.edits': return createImageMeter(input, true)
     case 'audio.transcriptions': return createTranscriptionMeter(input)
@@ -81,6 +83,9 @@ export function createMeter (input: MeterInput): Meter {
     },
     get jobId () {
       return result ? inner?.jobId : undefined
+    },
+    get jobStatus () {
+      return result ? inner?.jobStatus : undefined
     }
   }
 }

@@ -72,6 +72,7 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
     keys: parts.keys,
     requestLog: parts.requestLog,
     ledger: parts.ledger,
+    jobs: parts.jobs,
     bus,
     backend: parts.backend,
     secretGenerated: resolved.generated,
@@ -90,6 +91,7 @@ export { randomIds, systemClock } from './clock.js'
 export type * from './types.js'
 export type * from './request-log/types.js'
 export type * from './ledger/types.js'
+export type * from './jobs/types.js'
 export { UnknownAccountError, UnknownHoldError } from './ledger/index.js'
 export { DEFAULT_MINOR_UNIT_DIGITS, KEY_INPUT_FIELDS, validateKeyInput, validateKeyPatch } from './validate-key-input.js'
 export type { KeyInputContext, KeyInputError, KeyInputResult, NewKeyFields } from './validate-key-input.js'

@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
+import { createSqliteJobHoldStore } from '../jobs/sqlite-job-holds.js'
+import type { JobHoldStore } from '../jobs/types.js'
 import { createSqliteLedgerStore } from '../ledger/sqlite-ledger.js'
 import type { LedgerStore } from '../ledger/types.js'
 import { sqliteMigrations } from '../migrations/sqlite/index.js'
@@ -21,6 +23,7 @@ export interface SqliteParts {
   keys: KeyStore
   requestLog: RequestLogStore
   ledger: LedgerStore
+  jobs: JobHoldStore
   close(): void
 }
 
@@ -48,6 +51,7 @@ export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
     keys: createSqliteKeyStore(db, ctx),
     requestLog: createSqliteRequestLogStore(db),
     ledger: createSqliteLedgerStore(db, ctx),
+    jobs: createSqliteJobHoldStore(db),
     close: () => db.close(),
   }
 }

@@ -3,5 +3,6 @@ import type { Migration } from '../../migrate.js'
 import { accountsKeys } from './001-accounts-keys.js'
 import { ledger } from './002-ledger.js'
 import { requestLog } from './003-request-log.js'
+import { jobHolds } from './004-job-holds.js'
 
-export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog]
+export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds]
