@@ -2,6 +2,7 @@ import { Readable } from 'node:stream'
 import fc from 'fast-check'
 import t from 'tap'
 import { createUsageChunkFilter, injectIncludeUsage, isUsageOnlyEvent } from '../plugins/metering/include-usage.js'
+import { cut } from './helpers/chunks.js'
 
 const inject = (text: string): string | null => injectIncludeUsage(Buffer.from(text))?.toString('utf8') ?? null
 
@@ -151,17 +152,6 @@ async function filter (chunks: readonly Buffer[]): Promise<string> {
   return Buffer.concat(out).toString('utf8')
 }
 
-function cut (buf: Buffer, points: readonly number[]): Buffer[] {
-  const sorted = [...new Set(points)].filter((p) => p > 0 && p < buf.length).sort((a, b) => a - b)
-  const out: Buffer[] = []
-  let at = 0
-  for (const p of sorted) {
-    out.push(buf.subarray(at, p))
-    at = p
-  }
-  out.push(buf.subarray(at))
-  return out
-}
 
 t.test('drops exactly the usage-only chunk and keeps [DONE]', async (t) => {
   for (const eol of ['\n', '\r\n', '\r']) {

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { createJsonScanner, type JsonScanOptions, type JsonScanResult } from '../plugins/metering/json-scan.js'
+import { cut } from './helpers/chunks.js'
 
 function scan (chunks: readonly Buffer[], options: JsonScanOptions): JsonScanResult {
   const s = createJsonScanner(options)
@@ -8,17 +9,6 @@ function scan (chunks: readonly Buffer[], options: JsonScanOptions): JsonScanRes
   return s.result()
 }
 
-function cut (buf: Buffer, points: readonly number[]): Buffer[] {
-  const sorted = [...new Set(points)].filter((p) => p > 0 && p < buf.length).sort((a, b) => a - b)
-  const out: Buffer[] = []
-  let at = 0
-  for (const p of sorted) {
-    out.push(buf.subarray(at, p))
-    at = p
-  }
-  out.push(buf.subarray(at))
-  return out
-}
 
 // Keys written with escapes are never matched (by design), so none is asked for here.
 const capture = new Set(['usage', 'id', 'ключ'])

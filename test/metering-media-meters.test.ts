@@ -4,18 +4,8 @@ import { SPEECH_BYTES_PER_SECOND, SPEECH_TOKENS_PER_SECOND, TRANSCRIPTION_TOKENS
 import { ESTIMATED_IMAGE_OUTPUT_TOKENS } from '../plugins/metering/image-meter.js'
 import { createMeter, type Meter, type MeterInput } from '../plugins/metering/meter.js'
 import { emptyUsage, type Usage } from '../plugins/metering/usage.js'
+import { cut } from './helpers/chunks.js'
 
-function cut (buf: Buffer, points: readonly number[]): Buffer[] {
-  const sorted = [...new Set(points)].filter((p) => p > 0 && p < buf.length).sort((a, b) => a - b)
-  const out: Buffer[] = []
-  let at = 0
-  for (const p of sorted) {
-    out.push(buf.subarray(at, p))
-    at = p
-  }
-  out.push(buf.subarray(at))
-  return out
-}
 
 function feed (input: MeterInput, chunks: readonly Buffer[]): Meter {
   const meter = createMeter(input)

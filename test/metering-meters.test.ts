@@ -2,18 +2,8 @@ import fc from 'fast-check'
 import t from 'tap'
 import { createMeter, METERED_OPERATIONS, type MeterInput } from '../plugins/metering/meter.js'
 import { emptyUsage, sanitize, tokenUsage, type Usage } from '../plugins/metering/usage.js'
+import { cut } from './helpers/chunks.js'
 
-function cut (buf: Buffer, points: readonly number[]): Buffer[] {
-  const sorted = [...new Set(points)].filter((p) => p > 0 && p < buf.length).sort((a, b) => a - b)
-  const out: Buffer[] = []
-  let at = 0
-  for (const p of sorted) {
-    out.push(buf.subarray(at, p))
-    at = p
-  }
-  out.push(buf.subarray(at))
-  return out
-}
 
 function run (input: MeterInput, chunks: readonly Buffer[]): Usage {
   const meter = createMeter(input)

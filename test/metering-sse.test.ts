@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { createSseParser, type SseEvent } from '../plugins/metering/sse.js'
+import { cut } from './helpers/chunks.js'
 
 function parse (chunks: readonly Buffer[], maxEventBytes?: number): SseEvent[] {
   const events: SseEvent[] = []
@@ -10,17 +11,6 @@ function parse (chunks: readonly Buffer[], maxEventBytes?: number): SseEvent[] {
   return events
 }
 
-function cut (buf: Buffer, points: readonly number[]): Buffer[] {
-  const sorted = [...new Set(points)].filter((p) => p > 0 && p < buf.length).sort((a, b) => a - b)
-  const out: Buffer[] = []
-  let at = 0
-  for (const p of sorted) {
-    out.push(buf.subarray(at, p))
-    at = p
-  }
-  out.push(buf.subarray(at))
-  return out
-}
 
 const splitPoints = (buf: Buffer): fc.Arbitrary<number[]> =>
   fc.array(fc.integer({ min: 0, max: Math.max(0, buf.length) }), { maxLength: 40 })

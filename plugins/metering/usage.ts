@@ -1,22 +1,9 @@
 // The usage of one request in billable units, as read from the upstream's answer (or estimated
-// by the gateway when the upstream said nothing believable). Same shape as plugins/pricing.
+// by the gateway when the upstream said nothing believable). The shape is plugins/pricing's.
 
-export interface Usage {
-  /** Prompt tokens, cached ones included (cachedInputTokens ≤ inputTokens). */
-  inputTokens: number
-  outputTokens: number
-  /** The part of inputTokens served from the provider's prompt cache. */
-  cachedInputTokens: number
-  images: number
-  /** Seconds of input audio; may be fractional. */
-  audioSeconds: number
-  /** Input characters, counted in Unicode code points. */
-  characters: number
-  calls: number
-  jobs: number
-  /** True when the upstream reported the usage, false when the gateway estimated it. */
-  reported: boolean
-}
+import type { Usage } from '../pricing/usage-types.js'
+
+export type { Usage }
 
 export type UsageCounts = Omit<Usage, 'reported'>
 export type UsageField = keyof UsageCounts

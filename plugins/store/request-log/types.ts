@@ -2,19 +2,12 @@
 // RequestLogWriter and read by the admin and console APIs. SQLite and PostgreSQL
 // implement it and pass the same contract tests (test/store-request-log*.test.ts).
 
+import type { Usage } from '../../pricing/usage-types.js'
+
 export type BillingStatus = 'BILLED' | 'NOT_BILLED' | 'PENDING' | 'UNKNOWN'
 
 /** What the request consumed, in every billing unit the catalogue knows. */
-export interface RequestUsage {
-  inputTokens: number
-  outputTokens: number
-  cachedInputTokens: number
-  images: number
-  audioSeconds: number
-  characters: number
-  calls: number
-  jobs: number
-}
+export type RequestUsage = Omit<Usage, 'reported'>
 
 /**
  * One request as the gateway answered it. There is deliberately no field that could hold
