@@ -16,6 +16,12 @@ export interface GroupCommitOptions {
   maxInFlight: number
   /** Called after every batch with its size and duration (metrics, benchmarks). */
   onBatch?: ((size: number, ms: number) => void) | undefined
+  /**
+   * When a batch starts: `microtask` gathers the callers of one tick (a batch whose run is
+   * asynchronous keeps gathering while it is in flight); `immediate` waits until the event
+   * loop's I/O callbacks ran, so a synchronous run (SQLite) still gathers concurrent requests.
+   */
+  schedule?: 'microtask' | 'immediate'
 }
 
 interface Pending<I, O> {
@@ -62,14 +68,16 @@ export class GroupCommit<I, O> {
     await new Promise<void>((resolve) => this.idle.push(resolve))
   }
 
-  /** Callers of the same tick land in one batch: start on the next microtask. */
+  /** Callers of the same tick (or loop turn, with `immediate`) land in one batch. */
   private schedule(): void {
     if (this.scheduled) return
     this.scheduled = true
-    queueMicrotask(() => {
+    const start = (): void => {
       this.scheduled = false
       this.pump()
-    })
+    }
+    if (this.opts.schedule === 'immediate') setImmediate(start)
+    else queueMicrotask(start)
   }
 
   private pump(): void {

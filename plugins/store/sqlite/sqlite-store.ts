@@ -24,7 +24,7 @@ export interface SqliteParts {
   requestLog: RequestLogStore
   ledger: LedgerStore
   jobs: JobHoldStore
-  close(): void
+  close(): Promise<void>
 }
 
 export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
@@ -45,13 +45,18 @@ export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
     db.close()
     throw err
   }
+  const ledger = createSqliteLedgerStore(db, ctx)
   return {
     backend: { kind: 'sqlite', db },
     accounts: createSqliteAccountStore(db, ctx),
     keys: createSqliteKeyStore(db, ctx),
     requestLog: createSqliteRequestLogStore(db),
-    ledger: createSqliteLedgerStore(db, ctx),
+    ledger,
     jobs: createSqliteJobHoldStore(db),
-    close: () => db.close(),
+    // Queued holds and settles are answered before the database goes.
+    close: async () => {
+      await ledger.close()
+      db.close()
+    },
   }
 }
