@@ -1,7 +1,7 @@
 // Parent side of the bench protocol: fork a child under tsx, wait for its URL, sample its memory.
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { isFromChild, type FromChild, type MemorySample, type ToChild } from './ipc.js'
+import { isFromChild, type ChildReport, type FromChild, type MemorySample, type ToChild } from './ipc.js'
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -27,6 +27,8 @@ export interface BenchChild {
   startSampling (intervalMs: number, onSample: (s: MemorySample) => void): void
   stopSampling (): void
   snapshot (gc: boolean): Promise<MemorySample>
+  /** The child's report (waits until it is quiet); null when the child keeps none. */
+  report (): Promise<ChildReport | null>
   stop (): Promise<void>
 }
 
@@ -66,6 +68,7 @@ export async function forkChild (opts: ForkOptions): Promise<BenchChild> {
   let sampleHandler: ((s: MemorySample) => void) | undefined
   let nextId = 1
   const waiting = new Map<number, (s: MemorySample) => void>()
+  const reports = new Map<number, { resolve: (r: ChildReport | null) => void, reject: (err: Error) => void }>()
   child.on('message', (m: unknown) => {
     if (!isFromChild(m)) return
     const msg: FromChild = m
@@ -73,6 +76,12 @@ export async function forkChild (opts: ForkOptions): Promise<BenchChild> {
     if (msg.type === 'snapshot') {
       waiting.get(msg.id)?.(msg.sample)
       waiting.delete(msg.id)
+    }
+    if (msg.type === 'report') {
+      const w = reports.get(msg.id)
+      reports.delete(msg.id)
+      if (msg.error !== undefined) w?.reject(new Error(`${opts.name}: report failed: ${msg.error}`))
+      else w?.resolve(msg.report)
     }
   })
 
@@ -97,6 +106,15 @@ export async function forkChild (opts: ForkOptions): Promise<BenchChild> {
         waiting.set(id, resolve)
         send({ type: 'snapshot', id, gc })
         exited.then(() => reject(new Error(`${opts.name} exited during a snapshot`)), () => {})
+      })
+    },
+    report () {
+      const id = nextId++
+      return new Promise<ChildReport | null>((resolve, reject) => {
+        if (!alive) { reject(new Error(`${opts.name} is not running`)); return }
+        reports.set(id, { resolve, reject })
+        send({ type: 'report', id })
+        exited.then(() => reject(new Error(`${opts.name} exited during a report`)), () => {})
       })
     },
     async stop () {

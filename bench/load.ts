@@ -27,6 +27,8 @@ export interface LoadRun {
   p99Ms: number
   bytesPerSec: number
   requests: number
+  /** Answers with a 2xx status (complete bodies or not). */
+  answered2xx: number
   durationS: number
   failures: LoadFailures
 }
@@ -53,13 +55,18 @@ export async function runLoad (o: LoadOptions): Promise<LoadRun> {
     verifyBody: o.workload.verify
   })
   const statusCodes: Record<string, number> = {}
-  for (const [code, s] of Object.entries(r.statusCodeStats)) statusCodes[code] = s.count
+  let answered2xx = 0
+  for (const [code, s] of Object.entries(r.statusCodeStats)) {
+    statusCodes[code] = s.count
+    if (code.startsWith('2')) answered2xx += s.count
+  }
   return {
     reqPerSec: r.requests.average,
     p50Ms: r.latency.p50,
     p99Ms: r.latency.p99,
     bytesPerSec: r.throughput.average,
     requests: r.requests.total,
+    answered2xx,
     durationS: r.duration,
     failures: { errors: r.errors, timeouts: r.timeouts, non2xx: r.non2xx, mismatches: r.mismatches, resets: r.resets, statusCodes }
   }

@@ -1,11 +1,69 @@
 // Plain-text tables for the terminal and the JSON document written to bench/results/.
+import { formatMoney } from '../plugins/pricing/money.js'
 import type { CpuShare } from './cpu.js'
+import type { ChildReport } from './ipc.js'
 import type { LoadRun } from './load.js'
 import type { MemoryResult } from './memory.js'
+
+/** A billing target over one measured run: the client's count against the ledger's. */
+export interface RunBilling {
+  /** 2xx answers the load generator received. */
+  answered2xx: number
+  /** Requests the gateway finished with a 2xx during the run, and those it delivered whole. */
+  finished2xx: number
+  completed2xx: number
+  /** Ledger charge entries written for the run. */
+  charges: number
+  /** Wallet decrease over the run, nano-units (a bigint as a decimal string). */
+  spentNanos: string
+  /** Holds still open when the run's report was taken (0 when all were settled). */
+  openHolds: number
+  /** Most charges allowed beyond answered2xx: requests in flight when the load stopped (one per connection). */
+  tail: number
+  /** Why the run's billing does not add up; null when it does. */
+  problem: string | null
+}
+
+/**
+ * Compares the child's reports before and after a measured run with the 2xx answers the load
+ * generator counted. Every whole 2xx answer must be charged exactly once: charges lie between
+ * the client's 2xx count and that plus one in-flight request per connection (answered after
+ * the load generator stopped listening), and every request the gateway completed with a 2xx
+ * has its charge.
+ */
+export function checkBilling (before: ChildReport, after: ChildReport, answered2xx: number, connections: number): RunBilling {
+  const b0 = before.billing
+  const b1 = after.billing
+  const finished2xx = after.finished2xx - before.finished2xx
+  const completed2xx = after.completed2xx - before.completed2xx
+  const charges = b1 && b0 ? b1.charges - b0.charges : 0
+  const spent = b1 && b0 ? BigInt(b1.spentNanos) - BigInt(b0.spentNanos) : 0n
+  const problems: string[] = []
+  if (!b0 || !b1) problems.push('the child reported no ledger figures')
+  if (!before.quiet || !after.quiet) problems.push('the gateway was not quiet when its report was taken (requests or holds still open)')
+  if (b1 && b1.openHolds > 0) problems.push(`${b1.openHolds} holds still open`)
+  if (charges < answered2xx) problems.push(`${answered2xx - charges} of ${answered2xx} 2xx answers have no charge`)
+  if (charges > answered2xx + connections) problems.push(`${charges - answered2xx} more charges than 2xx answers (at most ${connections} in flight)`)
+  if (charges < completed2xx) problems.push(`${completed2xx - charges} requests the gateway completed with a 2xx have no charge`)
+  if (charges > finished2xx) problems.push(`${charges - finished2xx} charges for requests that did not finish with a 2xx`)
+  if (charges > 0 && spent <= 0n) problems.push('charges were written but the wallet did not decrease')
+  return {
+    answered2xx,
+    finished2xx,
+    completed2xx,
+    charges,
+    spentNanos: spent.toString(),
+    openHolds: b1?.openHolds ?? Number.NaN,
+    tail: connections,
+    problem: problems.length === 0 ? null : problems.join('; ')
+  }
+}
 
 export interface MeasuredRun extends LoadRun {
   /** CPU use during the run, percent of one core; null where /proc is unavailable. */
   cpu: CpuShare | null
+  /** Ledger check of a billing target; null for targets that do not bill. */
+  billing: RunBilling | null
 }
 
 /**
@@ -26,6 +84,40 @@ export interface ThroughputRow {
   ratio: number | null
   /** Target CPU per request over the baseline's (above 1: the target costs more); null for the baseline. */
   cpuRatio: number | null
+  /** Required req/s ratio over the baseline, if the scenario names one. */
+  goal: number | null
+}
+
+/** One comparison (scenarios.ts COMPARISONS) on one workload. */
+export interface ComparisonRow {
+  workload: string
+  label: string
+  target: string
+  over: string
+  /** Median req/s of target over median req/s of `over`. */
+  ratio: number
+  /** Target CPU per request over `over`'s (above 1: the target costs more). */
+  cpuRatio: number
+  goal: number | null
+}
+
+export function compareRows (rows: readonly ThroughputRow[], c: { label: string, target: string, over: string, goal?: number }): ComparisonRow[] {
+  const out: ComparisonRow[] = []
+  for (const workload of [...new Set(rows.map((r) => r.workload))]) {
+    const t = rows.find((r) => r.workload === workload && r.target === c.target)
+    const o = rows.find((r) => r.workload === workload && r.target === c.over)
+    if (!t || !o) continue
+    out.push({
+      workload,
+      label: c.label,
+      target: c.target,
+      over: c.over,
+      ratio: t.median.reqPerSec / o.median.reqPerSec,
+      cpuRatio: t.median.cpuUsPerRequest / o.median.cpuUsPerRequest,
+      goal: c.goal ?? null
+    })
+  }
+  return out
 }
 
 /** Median of the numbers that are not NaN (NaN when none is). */
@@ -45,10 +137,14 @@ export function table (header: readonly string[], rows: readonly (readonly strin
 
 const mib = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1)
 const pct = (p: number): string => Number.isNaN(p) ? 'n/a' : p.toFixed(0)
+const ratioCell = (ratio: number, goal: number | null): string =>
+  ratio.toFixed(2) + (goal !== null && ratio < goal ? ` (< ${goal.toFixed(2)})` : '')
+const goalCell = (ratio: number, goal: number | null): string =>
+  goal === null ? '-' : `≥ ${goal.toFixed(2)} ${ratio >= goal ? 'met' : 'MISSED'}`
 
 export function throughputTable (rows: readonly ThroughputRow[]): string {
   return table(
-    ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'MiB/s', 'CPU µs/req', 'other CPU%', 'req/s ratio', 'CPU/req ratio'],
+    ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'MiB/s', 'CPU µs/req', 'other CPU%', 'req/s ratio', 'CPU/req ratio', 'goal'],
     rows.map((r) => [
       r.workload,
       r.target,
@@ -58,10 +154,54 @@ export function throughputTable (rows: readonly ThroughputRow[]): string {
       mib(r.median.bytesPerSec),
       pct(r.median.cpuUsPerRequest),
       pct(r.median.otherCpu),
-      r.ratio === null ? '-' : r.ratio.toFixed(2) + (r.ratio < 0.7 ? ' (< 0.7)' : ''),
-      r.cpuRatio === null || Number.isNaN(r.cpuRatio) ? '-' : r.cpuRatio.toFixed(2)
+      r.ratio === null ? '-' : ratioCell(r.ratio, r.goal),
+      r.cpuRatio === null || Number.isNaN(r.cpuRatio) ? '-' : r.cpuRatio.toFixed(2),
+      r.ratio === null ? '' : goalCell(r.ratio, r.goal)
     ]),
     new Set([2, 3, 4, 5, 6, 7, 8, 9])
+  )
+}
+
+export function comparisonTable (rows: readonly ComparisonRow[]): string {
+  return table(
+    ['scenario', 'cost', 'ratio of', 'req/s ratio', 'CPU/req ratio', 'goal'],
+    rows.map((c) => [
+      c.workload,
+      c.label,
+      `${c.target} / ${c.over}`,
+      ratioCell(c.ratio, c.goal),
+      Number.isNaN(c.cpuRatio) ? '-' : c.cpuRatio.toFixed(2),
+      goalCell(c.ratio, c.goal)
+    ]),
+    new Set([3, 4])
+  )
+}
+
+/** Per billing row: the measured runs' 2xx answers against the ledger's charges, summed. */
+export function billingTable (rows: readonly ThroughputRow[]): string {
+  const billed = rows.filter((r) => r.runs.some((run) => run.billing !== null))
+  return table(
+    ['scenario', 'target', '2xx answers', 'ledger charges', 'charges - 2xx', 'gateway 2xx (whole)', 'wallet decrease', 'per charge', 'check'],
+    billed.map((r) => {
+      const bs = r.runs.map((run) => run.billing).filter((b): b is RunBilling => b !== null)
+      const sum = (f: (b: RunBilling) => number): number => bs.reduce((n, b) => n + f(b), 0)
+      const answered = sum((b) => b.answered2xx)
+      const charges = sum((b) => b.charges)
+      const spent = bs.reduce((n, b) => n + BigInt(b.spentNanos), 0n)
+      const bad = bs.filter((b) => b.problem !== null).length
+      return [
+        r.workload,
+        r.target,
+        String(answered),
+        String(charges),
+        String(charges - answered),
+        `${sum((b) => b.finished2xx)} (${sum((b) => b.completed2xx)})`,
+        formatMoney(spent),
+        charges === 0 ? '-' : formatMoney(spent / BigInt(charges)),
+        bad === 0 ? `ok (≤ ${bs[0]?.tail ?? 0} in flight per run)` : `FAILED in ${bad} of ${bs.length} runs`
+      ]
+    }),
+    new Set([2, 3, 4, 5, 6, 7])
   )
 }
 

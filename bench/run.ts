@@ -1,8 +1,10 @@
 // npm run bench [-- --quick | --profile]
 //
-// Process layout: the mock upstream, the bare proxy and the gateway each run in their own
+// Process layout: the mock upstream, the bare proxy and each gateway target run in their own
 // child process; autocannon and the memory test's client run here. Targets are measured
-// alternately (bare, gateway, bare, gateway) in the same run and the median is reported.
+// alternately (bare, gateway-core, …, bare, gateway-core, …) in the same run and the median is
+// reported. After each measured run of a billing target its child reports the ledger's charges,
+// which must match the 2xx answers (bench/report.ts checkBilling); a mismatch fails the run.
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
@@ -12,8 +14,8 @@ import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
 import { busiestProfile, formatFrames, selfTimes } from './profile.js'
-import { cpuPerRequestUs, median, memoryTable, throughputTable, type MeasuredRun, type ThroughputRow } from './report.js'
-import { LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
+import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequestUs, median, memoryTable, throughputTable, type ComparisonRow, type MeasuredRun, type RunBilling, type ThroughputRow } from './report.js'
+import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget } from './targets.js'
 
 const USAGE = 'usage: npm run bench [-- --quick | --profile]'
@@ -41,13 +43,22 @@ function openFileLimit (): number {
   }
 }
 
+interface Group {
+  workload: Workload
+  /** In measuring and table order, the baseline first. */
+  targets: string[]
+  /** Required ratio over the baseline per target, where the scenario names one. */
+  goals: Map<string, number>
+}
+
 /** Workloads in table order, each with the targets its rows name (baseline first). */
-function groups (): Array<{ workload: Workload, targets: string[] }> {
-  const out: Array<{ workload: Workload, targets: string[] }> = []
+function groups (): Group[] {
+  const out: Group[] = []
   for (const s of SCENARIOS) {
     let g = out.find((x) => x.workload === s.workload)
-    if (!g) out.push(g = { workload: s.workload, targets: [BASELINE] })
+    if (!g) out.push(g = { workload: s.workload, targets: [BASELINE], goals: new Map() })
     if (!g.targets.includes(s.target)) g.targets.push(s.target)
+    if (s.goal !== undefined) g.goals.set(s.target, s.goal)
   }
   return out
 }
@@ -64,6 +75,11 @@ async function startTargets (names: readonly string[], env: Record<string, strin
   }
 }
 
+function billed (b: RunBilling | null): string {
+  if (b === null) return ''
+  return `  charges ${b.charges} / 2xx ${b.answered2xx}${b.problem === null ? '' : '  BILLING MISMATCH'}`
+}
+
 /** Measured runs whose machine had more than this much foreign CPU use (percent of a core) are flagged. */
 const BUSY_MACHINE_PCT = 20
 
@@ -75,27 +91,36 @@ async function throughputPhase (env: Record<string, string>, mock: BenchChild, f
   try {
     await startTargets(names, env, started)
     for (const [name, s] of started) log(`  ${name}: pid ${s.running.pid} ${s.running.url}  (${targetNamed(name).description})`)
-    for (const { workload, targets } of plan) {
+    for (const { workload, targets, goals } of plan) {
       for (const name of targets) {
         const s = started.get(name)!
         const problem = await probeOnce({ url: s.running.url, workload, headers: s.headers })
         if (problem !== null) throw new Error(`${workload.name} through ${name}: ${problem}`)
       }
       const runs = new Map<string, MeasuredRun[]>(targets.map((t) => [t, []]))
-      for (let rep = 1; rep <= LOAD.repetitions; rep++) {
+      for (let rep = 1; rep <= timing.repetitions; rep++) {
         for (const name of targets) {
           const s = started.get(name)!
+          const bills = targetNamed(name).bills === true
           const base = { url: s.running.url, workload, headers: s.headers, connections: LOAD.connections }
           const warm = await runLoad({ ...base, durationS: timing.warmupS })
           if (failed(warm.failures)) failures.push(`${workload.name} / ${name} warm-up ${rep}: ${describeFailures(warm.failures)}`)
+          // Waits until the warm-up's last requests are settled, so the run's charges are its own.
+          const before = bills ? await s.running.child.report() : null
           const meter = startCpuMeter({ target: s.running.pid, mock: mock.pid })
-          const run: MeasuredRun = { ...await runLoad({ ...base, durationS: timing.durationS }), cpu: null }
+          const run: MeasuredRun = { ...await runLoad({ ...base, durationS: timing.durationS }), cpu: null, billing: null }
           run.cpu = meter.stop()
           if (failed(run.failures)) failures.push(`${workload.name} / ${name} run ${rep}: ${describeFailures(run.failures)}`)
           if (!s.running.child.isAlive()) throw new Error(`${name} exited during ${workload.name}`)
+          if (bills) {
+            const after = await s.running.child.report()
+            if (before === null || after === null) throw new Error(`${name} bills but its child keeps no report`)
+            run.billing = checkBilling(before, after, run.answered2xx, LOAD.connections)
+            if (run.billing.problem !== null) failures.push(`${workload.name} / ${name} run ${rep}: billing: ${run.billing.problem}`)
+          }
           runs.get(name)!.push(run)
           const cpu = run.cpu === null ? '' : `  ${cpuPerRequestUs(run).toFixed(0)} µs CPU/req  CPU% target ${run.cpu.target.toFixed(0)} mock ${run.cpu.mock.toFixed(0)} bench ${run.cpu.bench.toFixed(0)} other ${run.cpu.other.toFixed(0)}`
-          log(`  ${workload.name.padEnd(20)} ${name.padEnd(10)} #${rep}  ${run.reqPerSec.toFixed(0).padStart(7)} req/s  p50 ${run.p50Ms.toFixed(1)} ms  p99 ${run.p99Ms.toFixed(1)} ms${cpu}${failed(run.failures) ? '  FAILURES' : ''}`)
+          log(`  ${workload.name.padEnd(20)} ${name.padEnd(12)} #${rep}  ${run.reqPerSec.toFixed(0).padStart(7)} req/s  p50 ${run.p50Ms.toFixed(1)} ms  p99 ${run.p99Ms.toFixed(1)} ms${cpu}${billed(run.billing)}${failed(run.failures) ? '  FAILURES' : ''}`)
         }
       }
       const baseRps = median(runs.get(BASELINE)!.map((r) => r.reqPerSec))
@@ -112,7 +137,7 @@ async function throughputPhase (env: Record<string, string>, mock: BenchChild, f
           otherCpu: median(rs.map((r) => r.cpu?.other ?? Number.NaN))
         }
         const baseline = name === BASELINE
-        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: baseline ? null : m.reqPerSec / baseRps, cpuRatio: baseline ? null : m.cpuUsPerRequest / baseCpu })
+        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: baseline ? null : m.reqPerSec / baseRps, cpuRatio: baseline ? null : m.cpuUsPerRequest / baseCpu, goal: goals.get(name) ?? null })
       }
     }
   } finally {
@@ -171,7 +196,7 @@ async function profilePhase (env: Record<string, string>): Promise<void> {
 async function main (): Promise<number> {
   const nofile = openFileLimit()
   log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
-  if (!profile) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${LOAD.repetitions} alternating runs per target (median)`)
+  if (!profile) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${timing.repetitions} alternating run(s) per target (median)`)
   // Each child holds up to 2 sockets per stream in the memory test.
   if (!profile && nofile < MEMORY.streams * 2 + 256) {
     process.stderr.write(`ulimit -n ${nofile} is too low for ${MEMORY.streams} streams; run \`ulimit -n 65536\` first\n`)
@@ -184,6 +209,7 @@ async function main (): Promise<number> {
   const warnings: string[] = []
   const startedAt = new Date()
   let rows: ThroughputRow[] = []
+  let comparisons: ComparisonRow[] = []
   let memory: MemoryResult[] = []
   if (profile) {
     // A diagnostic, not a measurement: nothing is written to bench/results/latest.json.
@@ -208,7 +234,10 @@ async function main (): Promise<number> {
     await mock.stop()
   }
 
+  comparisons = COMPARISONS.flatMap((c) => compareRows(rows, c))
   if (rows.length > 0) log('\n' + throughputTable(rows))
+  if (comparisons.length > 0) log('\n' + comparisonTable(comparisons))
+  if (rows.some((r) => r.runs.some((run) => run.billing !== null))) log('\nbilling check (measured runs; every 2xx answer charged once)\n' + billingTable(rows))
   if (memory.length > 0) log('\n' + memoryTable(memory))
   const busiest = Math.max(...rows.map((r) => r.median.otherCpu).filter((x) => !Number.isNaN(x)))
   if (busiest > BUSY_MACHINE_PCT) warnings.push(`other processes used up to ${busiest.toFixed(0)}% of a core during measured runs; figures are noisy`)
@@ -222,9 +251,10 @@ async function main (): Promise<number> {
     node: process.version,
     cores: cpus().length,
     openFileLimit: nofile,
-    load: { connections: LOAD.connections, repetitions: LOAD.repetitions, ...timing },
+    load: { connections: LOAD.connections, ...timing },
     memorySettings: { streams: MEMORY.streams, chunks: MEMORY.chunks, sampleIntervalMs: MEMORY.sampleIntervalMs, ...memoryTiming },
     throughput: rows,
+    comparisons,
     memory,
     warnings,
     failures

@@ -1,6 +1,6 @@
 // The scenario table. A workload is one request shape; a scenario row measures one target on
 // one workload against the bare proxy (BASELINE) on the same workload, in alternating runs.
-// Later slices add rows (e.g. { workload: chat, target: 'gateway-auth' }) and targets.
+// Comparisons divide two rows of the same workload (e.g. the cost of the auth stages).
 
 export interface Workload {
   readonly name: string
@@ -16,6 +16,17 @@ export interface Scenario {
   readonly workload: Workload
   /** A name in TARGETS (targets.ts). */
   readonly target: string
+  /** Required req/s ratio over the baseline; a lower one is flagged in the table (not a failure). */
+  readonly goal?: number
+}
+
+/** req/s of `target` over `over` on every workload that has both rows. */
+export interface Comparison {
+  readonly label: string
+  readonly target: string
+  readonly over: string
+  /** Required ratio; a lower one is flagged (not a failure). */
+  readonly goal?: number
 }
 
 export const STREAM_CHUNKS = 20
@@ -56,18 +67,36 @@ export const WORKLOADS = {
   }
 } satisfies Record<string, Workload>
 
-export const SCENARIOS: readonly Scenario[] = [
-  { workload: WORKLOADS.chat, target: 'gateway' },
-  { workload: WORKLOADS.chatStream, target: 'gateway' }
+/** Billing (the full gateway) keeps at least this share of the bare proxy's throughput, embedded. */
+export const BILLING_GOAL = 0.7
+/** Auth on the hot path costs at most 10% of the core's throughput. */
+export const AUTH_GOAL = 0.9
+
+const rowsFor = (workload: Workload): Scenario[] => [
+  { workload, target: 'gateway-core' },
+  { workload, target: 'gateway-auth' },
+  { workload, target: 'gateway', goal: BILLING_GOAL },
+  { workload, target: 'gateway-pg' }
 ]
 
-/** Load settings. 50 connections: enough to saturate one core of the target without queueing in the mock. */
+export const SCENARIOS: readonly Scenario[] = [...rowsFor(WORKLOADS.chat), ...rowsFor(WORKLOADS.chatStream)]
+
+export const COMPARISONS: readonly Comparison[] = [
+  { label: 'auth cost', target: 'gateway-auth', over: 'gateway-core', goal: AUTH_GOAL },
+  { label: 'billing cost', target: 'gateway', over: 'gateway-auth' },
+  { label: 'billing cost, PostgreSQL', target: 'gateway-pg', over: 'gateway-auth' }
+]
+
+/**
+ * Load settings. 50 connections: enough to saturate one core of the target without queueing in
+ * the mock. Full: 2 workloads × 5 targets × 2 runs × 10 s ≈ 3.5 min of load, about 4.5 min in
+ * all with the memory test; quick: one run of each, about 1 min.
+ */
 export const LOAD = {
   connections: 50,
-  /** Measured runs per target and workload; the report shows their median. */
-  repetitions: 2,
-  full: { durationS: 10, warmupS: 2 },
-  quick: { durationS: 3, warmupS: 1 }
+  /** repetitions: measured runs per target and workload, alternating; the report shows their median. */
+  full: { durationS: 8, warmupS: 2, repetitions: 2 },
+  quick: { durationS: 3, warmupS: 1, repetitions: 1 }
 } as const
 
 /** Concurrent slow streams held open through each target while its memory is sampled. */

@@ -21,16 +21,19 @@ export interface RunningTarget {
 export interface Target {
   readonly name: string
   readonly description: string
+  /** Every 2xx answer must be charged in the ledger: the bench checks the child's report after each run. */
+  readonly bills?: boolean
   start (env: TargetEnv, opts?: StartOptions): Promise<RunningTarget>
   /** Runs once after start, before any load: seeds what the target needs and names the request headers to send. */
   prepare? (running: RunningTarget): Promise<{ headers: Record<string, string> }>
 }
 
 /** A target whose server is one of the modules in bench/children/. */
-export function childTarget (name: string, description: string, entry: URL, extraEnv: TargetEnv = {}): Target {
+export function childTarget (name: string, description: string, entry: URL, extraEnv: TargetEnv = {}, bills = false): Target {
   return {
     name,
     description,
+    bills,
     async start (env, opts = {}) {
       const child = await forkChild({ name, entry, env: { ...extraEnv, ...env }, execArgv: opts.execArgv ?? [] })
       return { url: child.url, pid: child.pid, stop: () => child.stop(), child }
@@ -46,14 +49,46 @@ export const bareProxyTarget = childTarget(
   new URL('./children/bare-proxy.ts', import.meta.url)
 )
 
-export const gatewayTarget = childTarget(
-  'gateway',
-  'buildServer(gateway.yaml), logger off, no auth or billing stages',
-  new URL('./children/gateway.ts', import.meta.url)
+/** PostgreSQL of the gateway-pg target: BENCH_DATABASE_URL, else the local test database. */
+export const BENCH_PG_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
+
+/** Children that would otherwise inherit BENCH_DATABASE_URL from this process stay embedded. */
+const EMBEDDED: TargetEnv = { BENCH_DATABASE_URL: '' }
+
+export const gatewayCoreTarget = childTarget(
+  'gateway-core',
+  'Fastify (buildServer options) + modelGateway, core chain only: no auth, wallet, settlement or request log',
+  new URL('./children/gateway-core.ts', import.meta.url),
+  { ...EMBEDDED, BENCH_GATEWAY_STAGES: 'none' }
 )
 
-/** Every target a scenario or the memory test may name. Later slices add theirs here. */
-export const TARGETS: ReadonlyMap<string, Target> = new Map([bareProxyTarget, gatewayTarget].map((t) => [t.name, t]))
+export const gatewayAuthTarget = childTarget(
+  'gateway-auth',
+  'gateway-core + authStage + modelAccessStage, embedded SQLite store, seeded key',
+  new URL('./children/gateway-core.ts', import.meta.url),
+  { ...EMBEDDED, BENCH_GATEWAY_STAGES: 'auth' }
+)
+
+export const gatewayTarget = childTarget(
+  'gateway',
+  'buildServer(gateway.yaml), logger off: auth + wallet hold, settle + request log; embedded SQLite',
+  new URL('./children/gateway.ts', import.meta.url),
+  EMBEDDED,
+  true
+)
+
+export const gatewayPgTarget = childTarget(
+  'gateway-pg',
+  `buildServer as gateway, on PostgreSQL (${BENCH_PG_URL.replace(/\/\/[^@/]*@/, '//')}, fresh schema)`,
+  new URL('./children/gateway.ts', import.meta.url),
+  { BENCH_DATABASE_URL: BENCH_PG_URL },
+  true
+)
+
+/** Every target a scenario or the memory test may name. */
+export const TARGETS: ReadonlyMap<string, Target> = new Map(
+  [bareProxyTarget, gatewayCoreTarget, gatewayAuthTarget, gatewayTarget, gatewayPgTarget].map((t) => [t.name, t])
+)
 
 export function targetNamed (name: string): Target {
   const t = TARGETS.get(name)

@@ -1,12 +1,15 @@
 // The child side of the bench protocol: start a server, say where it listens, report memory
-// on request, stop cleanly on `stop` (so --cpu-prof can write its profile).
-import { isToChild, type FromChild, type MemorySample } from '../ipc.js'
+// and (gateways) what it served and billed on request, stop cleanly on `stop` (so --cpu-prof
+// can write its profile).
+import { isToChild, type ChildReport, type FromChild, type MemorySample } from '../ipc.js'
 
 export interface ChildServer {
   url: string
   close (): Promise<void>
   /** Extra numbers reported with every memory sample. */
   probe?: () => Record<string, number>
+  /** What the server served (and billed) so far, once it is quiet. */
+  report?: () => Promise<ChildReport>
 }
 
 const startedAt = Date.now()
@@ -70,6 +73,19 @@ export async function runChild (start: () => Promise<ChildServer>): Promise<void
         if (m.gc) fullGc()
         send({ type: 'snapshot', id: m.id, sample: sample(server) })
         break
+      case 'report': {
+        const id = m.id
+        const report = server.report
+        if (!report) {
+          send({ type: 'report', id, report: null })
+          break
+        }
+        report().then(
+          (r) => send({ type: 'report', id, report: r }),
+          (err: unknown) => send({ type: 'report', id, report: null, error: err instanceof Error ? err.stack ?? err.message : String(err) })
+        )
+        break
+      }
       case 'stop':
         void stop()
         break
