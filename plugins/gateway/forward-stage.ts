@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type BillingStatus, type Catalogue } from '../errors/index.js'
-import { createMeter, createUsageChunkFilter, injectIncludeUsage, type Meter } from '../metering/index.js'
+import { createMeter, createUsageEventFilter, injectIncludeUsage, type Meter } from '../metering/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import { readAudioDuration } from '../pricing/audio-duration.js'
 import type { Usage } from '../pricing/usage-types.js'
@@ -189,7 +189,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       drainTimeoutMs: deps.drainTimeoutMs,
       abortUpstream: () => controller.abort(),
       ...(meter ? { onChunk: meter.onChunk } : {}),
-      ...(filter && answeredOk ? { transform: createUsageChunkFilter() } : {}),
+      ...(filter && answeredOk ? { filter: createUsageEventFilter() } : {}),
       errorFrame: () => {
         const produced = finalUsage()
         const billing = produced && deps.streamBillingStatus ? deps.streamBillingStatus(ctx, answered, produced) : 'NOT_BILLED'

@@ -7,7 +7,7 @@
 
 import { lastMember, objectLayout, skipSpace, splice } from '../request/json-bytes.js'
 
-export { createUsageChunkFilter, isUsageOnlyEvent } from './usage-chunk-filter.js'
+export { createUsageChunkFilter, createUsageEventFilter, isUsageOnlyEvent, type ChunkFilter } from './usage-chunk-filter.js'
 
 const STREAM_OPTIONS = '"stream_options":{"include_usage":true}'
 const INCLUDE_USAGE = '"include_usage":true'

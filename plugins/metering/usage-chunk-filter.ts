@@ -10,12 +10,29 @@ import { createSseParser } from './sse.js'
 const LF = 0x0a
 const CR = 0x0d
 const USAGE_KEY = Buffer.from('"usage"')
+const CHOICES_KEY = Buffer.from('"choices"')
 /** A usage chunk is a few hundred bytes; an event bigger than this is never held. */
 const MAX_HELD_BYTES = 64 * 1024
 
+/** `"choices"` followed by an empty array, whatever the spacing. */
+function hasEmptyChoices (raw: Buffer): boolean {
+  for (let at = raw.indexOf(CHOICES_KEY); at !== -1; at = raw.indexOf(CHOICES_KEY, at + 1)) {
+    let i = at + CHOICES_KEY.length
+    while (raw[i] === 0x20 || raw[i] === 0x09) i++
+    if (raw[i++] !== 0x3a) continue
+    while (raw[i] === 0x20 || raw[i] === 0x09) i++
+    if (raw[i++] !== 0x5b) continue
+    while (raw[i] === 0x20 || raw[i] === 0x09 || raw[i] === LF || raw[i] === CR) i++
+    if (raw[i] === 0x5d) return true
+  }
+  return false
+}
+
 /** Whether the raw bytes of one SSE event are the usage-only chat-completions chunk. */
 export function isUsageOnlyEvent (raw: Buffer): boolean {
-  if (raw.indexOf(USAGE_KEY) === -1) return false
+  // Every chunk of a stream that asked for usage carries `"usage": null`: only an event with
+  // an empty `choices` array is worth parsing.
+  if (raw.indexOf(USAGE_KEY) === -1 || !hasEmptyChoices(raw)) return false
   let data: string | undefined
   const parser = createSseParser((e) => { data = e.data })
   parser.push(raw)
@@ -24,7 +41,13 @@ export function isUsageOnlyEvent (raw: Buffer): boolean {
   return json !== undefined && Array.isArray(json.choices) && json.choices.length === 0 && isRecord(json.usage)
 }
 
-export function createUsageChunkFilter (): Transform {
+/** The filter as plain functions: each upstream chunk in, the bytes to send on out. */
+export interface ChunkFilter {
+  push (chunk: Buffer): Buffer[]
+  end (): Buffer[]
+}
+
+export function createUsageEventFilter (): ChunkFilter {
   let held: Buffer[] = []
   let heldBytes = 0
   let passing = false // the event in progress is too big: its bytes go straight through
@@ -59,11 +82,11 @@ export function createUsageChunkFilter (): Transform {
     passing = false
   }
 
-  return new Transform({
-    transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+  return {
+    push (chunk: Buffer): Buffer[] {
       const n = chunk.length
-      if (n === 0) { callback(); return }
       const out: Buffer[] = []
+      if (n === 0) return out
       let pos = 0
       if (crPending) {
         crPending = false
@@ -98,13 +121,26 @@ export function createUsageChunkFilter (): Transform {
         }
       }
       take(chunk.subarray(from, n), out)
-      for (const piece of out) this.push(piece)
+      return out
+    },
+    end (): Buffer[] {
+      const out: Buffer[] = []
+      if (held.length > 0) closeEvent(out)
+      return out
+    }
+  }
+}
+
+/** The same filter as a Transform stream. */
+export function createUsageChunkFilter (): Transform {
+  const filter = createUsageEventFilter()
+  return new Transform({
+    transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+      for (const piece of filter.push(chunk)) this.push(piece)
       callback()
     },
     flush (callback: TransformCallback): void {
-      const out: Buffer[] = []
-      if (held.length > 0) closeEvent(out)
-      for (const piece of out) this.push(piece)
+      for (const piece of filter.end()) this.push(piece)
       callback()
     }
   })

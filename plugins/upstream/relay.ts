@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import type { Readable, Transform } from 'node:stream'
+import type { Readable } from 'node:stream'
 
 // Upstream response headers the client never sees: hop-by-hop, cookies of the provider,
 // and the provider's request id (the gateway's own X-Request-ID names the occurrence).
@@ -25,6 +25,12 @@ export function clientResponseHeaders (
 
 export type RelayEnd = 'completed' | 'stream_interrupted' | 'client_disconnected'
 
+/** Rewrites the bytes on their way to the client, chunk by chunk (see metering's usage filter). */
+export interface RelayFilter {
+  push (chunk: Buffer): Buffer[]
+  end (): Buffer[]
+}
+
 export interface RelayOptions {
   res: ServerResponse
   status: number
@@ -36,21 +42,22 @@ export interface RelayOptions {
   abortUpstream: () => void
   /** Sees every upstream chunk, also after the client left (metering). */
   onChunk?: (chunk: Buffer) => void
-  /** Rewrites the bytes on their way to the client (drops the usage chunk the client did not ask for). */
-  transform?: Transform
+  /** Drops the usage chunk the client did not ask for. */
+  filter?: RelayFilter
   /** The `event: error` frame to end a broken SSE stream with. */
   errorFrame: () => string
   onEnd: (end: RelayEnd, error?: unknown) => void
 }
 
 /**
- * Streams the upstream body to the client chunk by chunk with backpressure. A broken SSE
- * stream ends with an error frame; a client that leaves does not cancel the upstream at once,
- * so the usage it reports can still be read, but only for drainTimeoutMs.
+ * Streams the upstream body to the client chunk by chunk with back-pressure: one data handler
+ * meters each chunk, filters it when needed and writes it, pausing the upstream while the
+ * client's socket is full. A broken SSE stream ends with an error frame; a client that leaves
+ * does not cancel the upstream at once, so the usage it reports can still be read, but only
+ * for drainTimeoutMs.
  */
 export function relay (o: RelayOptions): void {
-  const { res, body, transform } = o
-  const out: Readable = transform ? body.pipe(transform) : body
+  const { res, body, filter, onChunk } = o
   let ended = false
   let clientGone = false
   let drainTimer: NodeJS.Timeout | undefined
@@ -60,33 +67,12 @@ export function relay (o: RelayOptions): void {
     if (drainTimer) clearTimeout(drainTimer)
     o.onEnd(end, error)
   }
+  const resume = (): void => { body.resume() }
 
-  if (!res.destroyed) {
-    res.writeHead(o.status, o.headers)
-    // SSE clients should see the headers before the first token.
-    if (o.sse) res.flushHeaders()
-    out.pipe(res)
-  }
-  if (o.onChunk) body.on('data', o.onChunk)
-
-  // The client's side is done when the bytes it gets (after any transform) are done.
-  out.once('end', () => finish(clientGone ? 'client_disconnected' : 'completed'))
-  if (transform) body.once('end', () => { if (clientGone) finish('client_disconnected') })
-  body.once('error', (err) => {
-    if (clientGone) {
-      finish('client_disconnected', err)
-      return
-    }
-    out.unpipe(res)
-    if (o.sse && !res.writableEnded) res.end(o.errorFrame())
-    else res.destroy()
-    finish('stream_interrupted', err)
-  })
   const onClientGone = (): void => {
     if (ended || res.writableFinished || clientGone) return
     clientGone = true
-    out.unpipe(res)
-    if (transform) body.unpipe(transform)
+    res.off('drain', resume)
     body.resume()
     drainTimer = setTimeout(() => {
       o.abortUpstream()
@@ -94,6 +80,45 @@ export function relay (o: RelayOptions): void {
     }, o.drainTimeoutMs)
     drainTimer.unref()
   }
+
+  if (!res.destroyed) {
+    res.writeHead(o.status, o.headers)
+    // SSE clients should see the headers before the first token.
+    if (o.sse) res.flushHeaders()
+  }
+
+  body.on('data', (chunk: Buffer) => {
+    onChunk?.(chunk)
+    if (clientGone) return
+    let room = true
+    if (filter) {
+      for (const piece of filter.push(chunk)) room = res.write(piece)
+    } else {
+      room = res.write(chunk)
+    }
+    if (!room) {
+      body.pause()
+      res.once('drain', resume)
+    }
+  })
+  body.once('end', () => {
+    if (clientGone) {
+      finish('client_disconnected')
+      return
+    }
+    if (filter) for (const piece of filter.end()) res.write(piece)
+    res.end()
+    finish('completed')
+  })
+  body.once('error', (err) => {
+    if (clientGone) {
+      finish('client_disconnected', err)
+      return
+    }
+    if (o.sse && !res.writableEnded) res.end(o.errorFrame())
+    else res.destroy()
+    finish('stream_interrupted', err)
+  })
   // The client may have left while the upstream was still preparing its headers.
   if (res.destroyed) onClientGone()
   else res.once('close', onClientGone)
