@@ -4,6 +4,7 @@ import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
 import { authStage, modelAccessStage } from '../auth/auth-stage.js'
+import { interruptedStreamBilling } from '../wallet/settle.js'
 import { walletStage } from '../wallet/wallet-stage.js'
 import { finishRequest } from './finish-request.js'
 import { gatewayFrameworkErrors, modelGateway, type GatewayOptions } from './index.js'
@@ -67,6 +68,8 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     ...gatewayOptions,
     stages,
     inflight,
+    // The error frame of a broken stream says what its settle will do with what was metered.
+    streamBillingStatus: interruptedStreamBilling,
     onFinish: (ctx, outcome) => {
       settleAndLog(ctx, outcome)
       onFinish?.(ctx, outcome)
