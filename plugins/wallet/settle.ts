@@ -87,5 +87,6 @@ export async function settle (ledger: LedgerStore, ctx: RequestContext, outcome:
   }
   const amount = chargeFor(outcome, usage)
   const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
-  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: `post:${hold.holdId}`, capped: r.capped }
+  // Nothing posted (the hold had expired): there is no posting for the row to name.
+  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: r.posted > 0n ? `post:${hold.holdId}` : null, capped: r.capped }
 }
