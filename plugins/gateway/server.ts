@@ -84,7 +84,12 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     )
   }, opts.config.wallet.reaper_interval_ms)
   reaper.unref()
-  app.addHook('onClose', async () => { clearInterval(reaper) })
+  app.addHook('onClose', async () => {
+    clearInterval(reaper)
+    // Every answer has ended (preClose); their settlements must queue their rows before the
+    // caller closes the request log writer.
+    await settleAndLog.drain()
+  })
   if (adminToken) {
     await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock })
   }
