@@ -597,7 +597,9 @@ t.test('PROVIDER_STREAM_INTERRUPTED: HTTP 200, the chunks sent, then an event: e
         documentation_url: `${DOCS}/${c.reference}`,
         request_id: res.headers.get('x-request-id'),
         retry: { retryable: true, strategy: 'BACKOFF' },
-        billing: { status: 'NOT_BILLED' }
+        // Chunks were produced before the cut and are charged (Money: what the upstream produced),
+        // so the frame says BILLED; a cut before any content says NOT_BILLED (billing-errors.test.ts).
+        billing: { status: 'BILLED' }
       }, 'the error object: code, message, reference, documentation_url, request_id, retry, billing')
       produced.add('PROVIDER_STREAM_INTERRUPTED')
     })
@@ -912,7 +914,7 @@ t.test('what each SDK does with the mid-stream event: error frame', async (t) =>
     if (!(err instanceof OpenAI.APIError)) return
     t.equal(err.status, undefined, 'no HTTP status: the answer was already 200')
     t.equal(err.code, 'PROVIDER_STREAM_INTERRUPTED')
-    t.match(err.error, { code: 'PROVIDER_STREAM_INTERRUPTED', reference: 'GW-PROVIDER-6007', retry: { retryable: true, strategy: 'BACKOFF' }, billing: { status: 'NOT_BILLED' } })
+    t.match(err.error, { code: 'PROVIDER_STREAM_INTERRUPTED', reference: 'GW-PROVIDER-6007', retry: { retryable: true, strategy: 'BACKOFF' }, billing: { status: 'BILLED' } }) // two chunks were produced and charged
   })
 
   t.test('openai responses stream: same APIError', async (t) => {

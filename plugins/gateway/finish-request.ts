@@ -53,19 +53,37 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, settled: Sett
   }
 }
 
+/** Settles and logs a finished request; `drain()` waits for every settlement started so far. */
+export interface FinishRequest {
+  (ctx: RequestContext, outcome: Outcome): void
+  /**
+   * Resolves once every settlement started so far has queued its request log row. A graceful
+   * shutdown awaits it before the request log writer closes: a settlement still waiting on
+   * the database would otherwise write its row to a closed writer, and the row would be lost.
+   */
+  drain (): Promise<void>
+}
+
 /**
  * Runs once per request after its answer ended: settles the wallet hold from the metered
  * usage, then queues the request log row (batched; never awaited on the hot path).
  */
-export function finishRequest (deps: FinishDeps): (ctx: RequestContext, outcome: Outcome) => void {
-  return (ctx, outcome) => {
-    settle(deps, ctx, outcome, outcome.usage).then(
+export function finishRequest (deps: FinishDeps): FinishRequest {
+  const pending = new Set<Promise<void>>()
+  const finish = (ctx: RequestContext, outcome: Outcome): void => {
+    const settling: Promise<void> = settle(deps, ctx, outcome, outcome.usage).then(
       (settled) => { deps.requestLog.write(requestRow(ctx, outcome, settled, deps.clock.now())) },
       (err: unknown) => {
         // The hold stays open and the reaper releases it; the row says the charge is unknown.
         deps.log.error({ err, requestId: ctx.requestId }, 'settlement failed')
         deps.requestLog.write(requestRow(ctx, outcome, UNSETTLED, deps.clock.now()))
       }
-    )
+    ).finally(() => { pending.delete(settling) })
+    pending.add(settling)
   }
+  return Object.assign(finish, {
+    async drain (): Promise<void> {
+      while (pending.size > 0) await Promise.allSettled([...pending])
+    }
+  })
 }

@@ -23,6 +23,8 @@ export interface GatewayOptions {
   random?: () => number
   /** Counts requests between arrival and their finish, so a shutdown can wait for them. */
   inflight?: { count: number }
+  /** Billing status a broken stream's error frame announces (the wallet's rule); NOT_BILLED without it. */
+  streamBillingStatus?: ForwardDeps['streamBillingStatus']
 }
 
 export interface GatewayRuntime {
@@ -104,7 +106,8 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     headerFilter: { strip: new Set(config.auth.strip_headers.map((h) => h.toLowerCase())) },
     drainTimeoutMs: config.server.drain_timeout_ms,
     random: opts.random ?? Math.random,
-    finish
+    finish,
+    ...(opts.streamBillingStatus ? { streamBillingStatus: opts.streamBillingStatus } : {})
   }
 
   const sendError = (req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {

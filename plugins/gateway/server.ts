@@ -5,6 +5,7 @@ import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
 import { authStage, modelAccessStage } from '../auth/auth-stage.js'
 import { compileModels } from '../models/catalogue.js'
+import { interruptedStreamBilling } from '../wallet/settle.js'
 import { walletStage } from '../wallet/wallet-stage.js'
 import { finishRequest } from './finish-request.js'
 import { gatewayFrameworkErrors, modelGateway, type GatewayOptions } from './index.js'
@@ -75,6 +76,8 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     ...gatewayOptions,
     stages,
     inflight,
+    // The error frame of a broken stream says what its settle will do with what was metered.
+    streamBillingStatus: interruptedStreamBilling,
     onFinish: (ctx, outcome) => {
       settleAndLog(ctx, outcome)
       onFinish?.(ctx, outcome)
@@ -89,7 +92,12 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     )
   }, opts.config.wallet.reaper_interval_ms)
   reaper.unref()
-  app.addHook('onClose', async () => { clearInterval(reaper) })
+  app.addHook('onClose', async () => {
+    clearInterval(reaper)
+    // Every answer has ended (preClose); their settlements must queue their rows before the
+    // caller closes the request log writer.
+    await settleAndLog.drain()
+  })
   if (adminToken) {
     await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock })
   }

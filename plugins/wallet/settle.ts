@@ -2,7 +2,7 @@ import type { BillingStatus } from '../errors/index.js'
 import type { Outcome, RequestContext } from '../gateway/context.js'
 import { costOf } from '../pricing/cost.js'
 import type { Usage } from '../pricing/usage-types.js'
-import type { ModelCatalogue } from '../models/catalogue.js'
+import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
 import type { JobHoldStore } from '../store/jobs/types.js'
 import type { LedgerStore } from '../store/ledger/types.js'
@@ -59,14 +59,34 @@ export function chargeFor (outcome: Outcome, usage: Usage | null): bigint {
   return costOf(outcome.answeredModel.price, usage)
 }
 
+/** Whether an answer delivered anything: generated tokens or images (input alone is not an answer). */
+function producedOutput (usage: Usage | null): boolean {
+  return usage !== null && (usage.outputTokens > 0 || usage.images > 0)
+}
+
 /** Billing status of a request's end, decided before the ledger write so error frames can carry it. */
 export function billingStatusFor (ctx: RequestContext, outcome: Outcome, usage: Usage | null): BillingStatus {
   const hold = holdOf(ctx)
   if (!hold) return 'NOT_BILLED'
   if (outcome.kind === 'refused' || outcome.kind === 'upstream_error') return 'NOT_BILLED'
   if (outcome.httpStatus >= 400) return 'NOT_BILLED'
+  // The provider broke its answer before producing anything: nothing was delivered to bill.
+  if (outcome.kind === 'stream_interrupted' && !producedOutput(usage)) return 'NOT_BILLED'
   if (JOB_OPERATIONS.has(ctx.plan.operation)) return 'PENDING'
   return chargeFor(outcome, usage) > 0n ? 'BILLED' : 'NOT_BILLED'
+}
+
+/** The status a broken stream's `event: error` frame announces: the one its settle will apply. */
+export function interruptedStreamBilling (ctx: RequestContext, answered: CompiledModel | null, usage: Usage): BillingStatus {
+  return billingStatusFor(ctx, {
+    kind: 'stream_interrupted',
+    httpStatus: 200,
+    errorCode: 'PROVIDER_STREAM_INTERRUPTED',
+    answeredModel: answered,
+    upstreamMs: null,
+    usage,
+    overheadMs: null
+  }, usage)
 }
 
 /**
@@ -125,5 +145,6 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
   }
   const amount = chargeFor(outcome, usage)
   const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
-  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: `post:${hold.holdId}`, capped: r.capped }
+  // Nothing posted (the hold had expired): there is no posting for the row to name.
+  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: r.posted > 0n ? `post:${hold.holdId}` : null, capped: r.capped }
 }
