@@ -1,6 +1,6 @@
 // Hold + settle throughput on PostgreSQL with durable commits (synchronous_commit = on).
 //   npx tsx bench/ledger-pg.ts            (DATABASE_URL or TEST_DATABASE_URL, else local `test`)
-//   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_WORKERS=20,100 npx tsx bench/ledger-pg.ts
+//   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_WORKERS=20,100 BENCH_UPSTREAM_MS=0 BENCH_ONLY='group commit' npx tsx bench/ledger-pg.ts
 // Each worker loops: hold the worst case, then settle part of it. Scenarios: one hot wallet,
 // and 100 wallets picked at random. Implementations: the naive two-transaction pattern
 // (reference), the ledger's statements one call per statement, and the group-committed ledger.
@@ -18,6 +18,8 @@ const DATABASE_URL = process.env['DATABASE_URL'] ?? process.env['TEST_DATABASE_U
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5)
 const WORKERS = (process.env['BENCH_WORKERS'] ?? '20').split(',').map(Number)
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3)
+/** Simulated upstream time between hold and settle: uniform in 0..BENCH_UPSTREAM_MS. */
+const UPSTREAM_MS = Number(process.env['BENCH_UPSTREAM_MS'] ?? 0)
 const WARMUP_MS = 500
 const POOL = 20
 const HOLD = 1_000_000n
@@ -36,59 +38,69 @@ const ctx: StoreContext = {
 /** One request's money path; answers false when the hold was refused. */
 type Request = (accountId: string, requestId: string) => Promise<boolean>
 
+/** The upstream call between hold and settle; none by default (workers then move in lockstep). */
+const upstream = (): Promise<void> | undefined =>
+  UPSTREAM_MS > 0 ? new Promise((resolve) => setTimeout(resolve, Math.random() * UPSTREAM_MS)) : undefined
+
 interface Impl {
   name: string
   make(pool: Pool): { request: Request; batches?: () => string; close(): Promise<void> }
+}
+
+async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  try {
+    await client.query('BEGIN')
+    const value = await work(client)
+    await client.query('COMMIT')
+    return value
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
 }
 
 /** The plain pattern: a hold transaction, then a post transaction, each its own commit. */
 function naive(pool: Pool): Request {
   return async (accountId, requestId) => {
     const holdId = randomIds('hold')
-    const client = await pool.connect()
-    try {
-      await client.query('BEGIN')
+    const held = await transaction(pool, async (client) => {
       const now = new Date()
-      const held = await client.query(
-        `UPDATE wallets SET held = held + $1, updated_at = $3 WHERE account_id = $2 AND balance - held - $1 >= 0 RETURNING 1`,
+      const reserved = await client.query(
+        'UPDATE wallets SET held = held + $1, updated_at = $3 WHERE account_id = $2 AND balance - held - $1 >= 0 RETURNING 1',
         [HOLD.toString(), accountId, now],
       )
-      if (held.rowCount === 0) {
-        await client.query('ROLLBACK')
-        return false
-      }
+      if (reserved.rowCount === 0) return false
       await client.query(
         `INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at)
          VALUES ($1, $2, $3, 'open', $4, $5, $6)`,
         [holdId, accountId, HOLD.toString(), requestId, new Date(now.getTime() + 600_000), now],
       )
-      await client.query('COMMIT')
-      await client.query('BEGIN')
+      return true
+    })
+    if (!held) return false
+    await upstream()
+    await transaction(pool, async (client) => {
       const posted = await client.query(
         `UPDATE holds SET status = 'posted', posted_amount = LEAST($2::int8, amount), settled_at = $3
-         WHERE id = $1 AND status = 'open' RETURNING amount, posted_amount`,
+         WHERE id = $1 AND status = 'open' RETURNING amount`,
         [holdId, COST.toString(), new Date()],
       )
-      if (posted.rowCount === 1) {
-        await client.query(
-          `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, created_at)
-           VALUES ($1, $2, $3, 'charge', $4, $5, $6, $7)`,
-          [randomIds('entry'), accountId, (-COST).toString(), `post:${holdId}`, holdId, requestId, new Date()],
-        )
-        await client.query('UPDATE wallets SET held = held - $1, balance = balance - $2 WHERE account_id = $3', [
-          HOLD.toString(),
-          COST.toString(),
-          accountId,
-        ])
-      }
-      await client.query('COMMIT')
-      return true
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+      if (posted.rowCount !== 1) return
+      await client.query(
+        `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, created_at)
+         VALUES ($1, $2, $3, 'charge', $4, $5, $6, $7)`,
+        [randomIds('entry'), accountId, (-COST).toString(), `post:${holdId}`, holdId, requestId, new Date()],
+      )
+      await client.query('UPDATE wallets SET held = held - $1, balance = balance - $2 WHERE account_id = $3', [
+        HOLD.toString(),
+        COST.toString(),
+        accountId,
+      ])
+    })
+    return true
   }
 }
 
@@ -96,6 +108,7 @@ function viaLedger(ledger: LedgerStore): Request {
   return async (accountId, requestId) => {
     const h = await ledger.hold({ accountId, amount: HOLD, floor: 0n, requestId, ttlMs: 600_000 })
     if (!h.ok) return false
+    await upstream()
     await ledger.settle({ holdId: h.holdId, amount: COST, requestId })
     return true
   }
@@ -124,13 +137,16 @@ function batched(name: string, batch: Omit<GroupCommitOptions, 'onBatch'>): Impl
   }
 }
 
-const IMPLS: Impl[] = [
+const ALL_IMPLS: Impl[] = [
   { name: 'naive: 2 transactions/request', make: (pool) => ({ request: naive(pool), close: async () => {} }) },
   batched('ledger, unbatched (1 statement/call, 20 in flight)', { maxBatch: 1, maxInFlight: POOL }),
   batched('ledger, group commit, 1 in flight/kind', { maxBatch: 1000, maxInFlight: 1 }),
   batched('ledger, group commit, 2 in flight/kind', { maxBatch: 1000, maxInFlight: 2 }),
   batched('ledger, group commit, 4 in flight/kind', { maxBatch: 1000, maxInFlight: 4 }),
 ]
+
+/** BENCH_ONLY=substring keeps the implementations whose name contains it. */
+const IMPLS = ALL_IMPLS.filter((impl) => impl.name.includes(process.env['BENCH_ONLY'] ?? ''))
 
 async function fundedAccounts(store: Store, n: number): Promise<string[]> {
   const ids: string[] = []
@@ -202,7 +218,10 @@ async function main(): Promise<void> {
       "SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'commit_delay', 'wal_sync_method') ORDER BY name",
     )
     console.log(`PostgreSQL ${(await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v}:`, settings.rows.map((r) => `${r.name}=${r.setting}`).join(' '))
-    console.log(`${SECONDS} s per run after ${WARMUP_MS} ms warm-up, pool ${POOL}, hold ${HOLD} then settle ${COST} per request\n`)
+    console.log(
+      `${SECONDS} s per run after ${WARMUP_MS} ms warm-up, pool ${POOL}, hold ${HOLD} then settle ${COST} per request` +
+        `${UPSTREAM_MS > 0 ? `, upstream 0–${UPSTREAM_MS} ms between them` : ''}\n`,
+    )
     if (store.backend.kind !== 'pg') throw new Error('expected PostgreSQL')
     const { pool } = store.backend
     const scenarios: Array<[string, number]> = [

@@ -148,6 +148,9 @@ for (const backend of testBackends()) {
       t.same(await ledger.wallet(credit), { accountId: credit, balance: 0n, held: 500n, available: -500n })
       await t.rejects(hold('acct_missing', 0n), UnknownAccountError)
       t.same(await hold('acct_missing', 10n), { ok: false, error: 'insufficient_funds' })
+      const [zero, ten] = await Promise.allSettled([hold('acct_missing', 0n), hold('acct_missing', 10n)])
+      t.match(zero, { status: 'rejected', reason: { name: 'UnknownAccountError' } }, 'same answers within one batch')
+      t.same(ten, { status: 'fulfilled', value: { ok: false, error: 'insufficient_funds' } })
       await consistent(t, credit)
     })
 

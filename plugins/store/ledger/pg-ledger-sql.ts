@@ -123,11 +123,17 @@ charged AS (
   RETURNING account_id, amount
 ),
 moved AS (
-  UPDATE wallets w SET held = w.held - f.total, balance = w.balance + COALESCE(c.total, 0), updated_at = $6
-  FROM (SELECT account_id, SUM(amount)::int8 AS total FROM flipped GROUP BY account_id) f
-    LEFT JOIN (SELECT account_id, SUM(amount)::int8 AS total FROM charged GROUP BY account_id) c
-    ON c.account_id = f.account_id
-  WHERE w.account_id = f.account_id
+  UPDATE wallets w SET held = w.held - d.unheld, balance = w.balance + d.charged, updated_at = $6
+  FROM (
+    SELECT account_id, SUM(unheld)::int8 AS unheld, SUM(charged)::int8 AS charged
+    FROM (
+      SELECT account_id, amount AS unheld, 0::int8 AS charged FROM flipped
+      UNION ALL
+      SELECT account_id, 0::int8, amount FROM charged
+    ) parts
+    GROUP BY account_id
+  ) d
+  WHERE w.account_id = d.account_id
 )
 SELECT r.ord, f.status, f.amount, f.posted_amount,
   f.id IS NOT NULL OR EXISTS (SELECT 1 FROM holds h WHERE h.id = r.hold_id) AS known

@@ -115,9 +115,12 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
       const unknown = new Set(
         (await rows<{ id: string }>(pool, { text: CREATE_WALLETS, values: [noWallet, ctx.clock.now()] })).map((r) => r.id),
       )
-      return outcomes.map((o, i) =>
-        unknown.has(items[i]?.accountId ?? '') ? { kind: 'failed', error: new UnknownAccountError(items[i]?.accountId ?? '') } : o,
-      )
+      return outcomes.map((o, i) => {
+        const accountId = items[i]?.accountId ?? ''
+        return decided[i]?.outcome === 'no_wallet' && unknown.has(accountId)
+          ? { kind: 'failed', error: new UnknownAccountError(accountId) }
+          : o
+      })
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err))
       return outcomes.map((o, i) => (decided[i]?.outcome === 'no_wallet' ? { kind: 'failed', error } : o))
