@@ -1,6 +1,7 @@
 // The scenario table. A workload is one request shape; a scenario row measures one target on
 // one workload against the bare proxy (BASELINE) on the same workload, in alternating runs.
 // Comparisons divide two rows of the same workload (e.g. the cost of the auth stages).
+import { BENCH_KEY } from './children/seed.js'
 
 export interface Workload {
   readonly name: string
@@ -53,7 +54,7 @@ export const WORKLOADS = {
     name: 'chat JSON',
     method: 'POST',
     path: '/v1/chat/completions',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer gw_live_benchmark0123456789abcdef' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_KEY}` },
     body: chatBody(false),
     verify: (body) => body.includes('"object":"chat.completion"') && body.endsWith('}')
   },
@@ -61,7 +62,7 @@ export const WORKLOADS = {
     name: `chat SSE ${STREAM_CHUNKS} chunks`,
     method: 'POST',
     path: '/v1/chat/completions',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer gw_live_benchmark0123456789abcdef', 'x-mock-chunks': String(STREAM_CHUNKS) },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_KEY}`, 'x-mock-chunks': String(STREAM_CHUNKS) },
     body: chatBody(true),
     verify: (body) => completeChatStream(body, STREAM_CHUNKS)
   }
