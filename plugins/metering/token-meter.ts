@@ -13,6 +13,11 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
   const reader = createBodyReader({
     sse: true,
     onEvent: (e) => {
+      const quick = dialect.quickText?.(e.data)
+      if (quick !== undefined) {
+        state.textChars += quick
+        return
+      }
       const data = eventJson(e.data)
       if (data) dialect.event(e.event, data, state)
     },
