@@ -1,8 +1,9 @@
 // SQLite ledger: the file's write lock serialises holds from every connection and process.
 // The hold is one conditional UPDATE … RETURNING; the hold row is inserted in the same
 // transaction. Holds and settles are group-committed: the calls of one event-loop turn run in
-// one IMMEDIATE transaction, each in its own savepoint (a failing call rolls back alone), so a
-// commit — the WAL write of every page touched — is shared instead of paid per call.
+// one IMMEDIATE transaction, so a commit (the WAL write of every page touched) is shared
+// instead of paid per call. A call refused before it writes fails alone; any other failure
+// rolls the whole batch back and fails every call in it.
 import type { Database } from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
 import { checkLimit } from '../context.js'
@@ -136,7 +137,10 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
     },
   )
 
-  const hold = db.transaction((input: Parameters<LedgerStore['hold']>[0], now: number, holdId: string): boolean => {
+  // The bodies of a hold and a close. Their only expected failures (UnknownAccountError,
+  // UnknownHoldError) are thrown before they write anything, so a batch runs them without a
+  // savepoint each; any other failure is a database error and aborts the whole batch.
+  const hold = (input: Parameters<LedgerStore['hold']>[0], now: number, holdId: string): boolean => {
     if (!reserve.get(input.amount, now, input.accountId, input.amount, input.floor)) {
       // No wallet row is a balance of 0; it is created only when the hold fits anyway.
       if (walletOf.get(input.accountId) || -input.amount < input.floor) return false
@@ -144,27 +148,25 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
     }
     insertHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now)
     return true
-  })
+  }
 
   /** Closes one open hold; `amount` null releases it. */
-  const close = db.transaction(
-    (holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
-      const row = holdById.get(holdId)
-      if (!row) throw new UnknownHoldError(holdId)
-      if (row.status !== 'open') return { posted: 0n, released: 0n, capped: false, duplicate: true }
-      const expired = row.expires_at <= BigInt(now)
-      const status = amount === null ? 'released' : expired ? 'expired' : 'posted'
-      const posted = status === 'posted' && amount !== null ? (amount < row.amount ? amount : row.amount) : 0n
-      closeHold.run(status, now, status === 'posted' ? posted : null, holdId)
-      if (status === 'posted') {
-        insertEntry.run(
-          ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note, now,
-        )
-      }
-      moveHeld.run(row.amount, posted, now, row.account_id)
-      return { posted, released: row.amount - posted, capped: status === 'posted' && amount !== null && amount > row.amount, duplicate: false }
-    },
-  )
+  const close = (holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
+    const row = holdById.get(holdId)
+    if (!row) throw new UnknownHoldError(holdId)
+    if (row.status !== 'open') return { posted: 0n, released: 0n, capped: false, duplicate: true }
+    const expired = row.expires_at <= BigInt(now)
+    const status = amount === null ? 'released' : expired ? 'expired' : 'posted'
+    const posted = status === 'posted' && amount !== null ? (amount < row.amount ? amount : row.amount) : 0n
+    closeHold.run(status, now, status === 'posted' ? posted : null, holdId)
+    if (status === 'posted') {
+      insertEntry.run(
+        ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note, now,
+      )
+    }
+    moveHeld.run(row.amount, posted, now, row.account_id)
+    return { posted, released: row.amount - posted, capped: status === 'posted' && amount !== null && amount > row.amount, duplicate: false }
+  }
 
   const reap = db.transaction((now: number): number => {
     const due = dueHolds.all(now)
@@ -177,13 +179,14 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
 
   const runBatch = db.transaction((ops: SqliteOp[]): Array<ItemOutcome<boolean | SettleResult>> => ops.map((op) => {
     try {
-      // Nested transaction functions run as savepoints inside the batch's transaction.
       const value = op.kind === 'hold'
         ? hold(op.input, op.at, op.holdId)
         : close(op.holdId, op.amount, op.requestId, op.note, op.at)
       return { kind: 'done', value }
     } catch (err) {
-      return { kind: 'failed', error: err instanceof Error ? err : new Error(String(err)) }
+      // Refused before writing: this call fails alone. Anything else rolls the batch back.
+      if (err instanceof UnknownAccountError || err instanceof UnknownHoldError) return { kind: 'failed', error: err }
+      throw err
     }
   }))
   const batches = new GroupCommit<SqliteOp, boolean | SettleResult>(
