@@ -37,7 +37,4 @@ export interface RequestContext {
   model: CompiledModel | null
   billing: BillingStatus
   readonly slots: Map<string, unknown>
-  readonly finishers: Array<(ctx: RequestContext, outcome: Outcome) => void | Promise<void>>
-  /** Extra response headers stages want on the answer (success or error). */
-  readonly responseHeaders: Record<string, string>
 }

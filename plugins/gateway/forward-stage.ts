@@ -165,8 +165,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     const own: Record<string, string> = {
       'x-request-id': ctx.requestId,
       // An upstream refusal (4xx) is passed through and never billed.
-      'x-gateway-billed': billedHeader(answeredOk ? ctx.billing : 'NOT_BILLED'),
-      ...ctx.responseHeaders
+      'x-gateway-billed': billedHeader(answeredOk ? ctx.billing : 'NOT_BILLED')
     }
     if (answered) own['x-gateway-model'] = answered.id
     if (answered && primary && answered.id !== primary.id) own['x-gateway-requested-model'] = primary.id

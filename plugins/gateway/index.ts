@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
-import { compileCatalogue, gatewayError, renderError, toOccurrence, classify, type Catalogue } from '../errors/index.js'
-import { compileModels, type ModelCatalogue } from '../models/catalogue.js'
+import { compileCatalogue, gatewayError, renderError, toOccurrence, classify } from '../errors/index.js'
+import { compileModels } from '../models/catalogue.js'
 import { isParsedBody, registerBodyParsers } from '../request/body.js'
-import { compileRoutes, type CompiledRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
-import { compileUpstreams, type Upstreams } from '../upstream/providers.js'
+import { compileRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
+import { compileUpstreams } from '../upstream/providers.js'
 import type { Outcome, RequestContext } from './context.js'
 import { capabilityStage, modelStage, requestStage } from './core-stages.js'
 import { forward, type ForwardDeps } from './forward-stage.js'
@@ -27,20 +27,9 @@ export interface GatewayOptions {
   streamBillingStatus?: ForwardDeps['streamBillingStatus']
 }
 
-export interface GatewayRuntime {
-  readonly config: GatewayConfig
-  readonly catalogue: Catalogue
-  readonly models: ModelCatalogue
-  readonly routes: CompiledRoutes
-  readonly upstreams: Upstreams
-}
-
 declare module 'fastify' {
   interface FastifyRequest {
     gatewayContext: RequestContext | null
-  }
-  interface FastifyInstance {
-    gateway: GatewayRuntime
   }
 }
 
@@ -80,21 +69,12 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
   const routes = compileRoutes(config)
   const upstreams = compileUpstreams(config)
   const chain = buildStageChain([requestStage, modelStage(models), capabilityStage, ...(opts.stages ?? [])])
-  app.decorate('gateway', { config, catalogue, models, routes, upstreams })
   app.decorateRequest('gatewayContext', null)
   app.addHook('onClose', async () => { await upstreams.close() })
 
   const inflight = opts.inflight ?? { count: 0 }
   const finish = (ctx: RequestContext, outcome: Outcome): void => {
     inflight.count--
-    for (const f of ctx.finishers) {
-      try {
-        const r = f(ctx, outcome)
-        if (r instanceof Promise) r.catch((err: unknown) => app.log.error({ err, requestId: ctx.requestId }, 'finisher failed'))
-      } catch (err) {
-        app.log.error({ err, requestId: ctx.requestId }, 'finisher failed')
-      }
-    }
     opts.onFinish?.(ctx, outcome)
   }
 
@@ -117,7 +97,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     if (internal) req.log.error({ err }, 'unexpected gateway error')
     const occurrence = toOccurrence(err, req.id, catalogue, ctx?.billing ?? 'NOT_BILLED')
     const rendered = renderError(occurrence, envelope, catalogue)
-    return reply.code(rendered.status).headers({ ...rendered.headers, ...(ctx?.responseHeaders ?? {}) }).send(rendered.body)
+    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
   }
 
   registerBodyParsers(app, config.server.body_limit_bytes)
@@ -136,9 +116,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
       requestedModelId: null,
       model: null,
       billing: 'NOT_BILLED',
-      slots: new Map(),
-      finishers: [],
-      responseHeaders: {}
+      slots: new Map()
     }
     req.gatewayContext = ctx
     inflight.count++

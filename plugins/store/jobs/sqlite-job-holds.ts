@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3'
-import type { JobHold, JobHoldStore } from './types.js'
+import type { JobHoldStore } from './types.js'
 
 interface Row { job_ref: string, hold_id: string, account_id: string, model_id: string, created_at: bigint }
 
