@@ -48,6 +48,30 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     t.equal(await balance(), start - SORA, 'a failed video is not billed')
     t.same(await ledger.openHolds(gw.account.id), [], 'its hold was released')
 
+    // Regression: the first poll came before the create's settlement had recorded the job, so
+    // the job's end was missed and its hold left open. A job answer now ends only once its job
+    // is recorded: a poll sent the moment the answer arrives finds it.
+    for (let i = 0; i < 5; i++) {
+      const quick = await post('/v1/videos', { model: 'openai/sora-2', prompt: `quick ${i}` }, { 'x-mock-job-polls': '0', 'x-mock-job': 'fail' })
+      const res = await fetch(`${gw.url}/v1/videos/${quick.id}`, { headers: gw.auth })
+      t.equal((await res.json() as { status: string }).status, 'failed', 'the very first poll sees the end')
+    }
+    await settled()
+    t.same(await ledger.openHolds(gw.account.id), [], 'every immediately polled job was settled')
+    t.equal(await balance(), start - SORA, 'failed jobs, polled at once, are not billed')
+
+    // Regression: the first poll came before the create's settlement had recorded the job, so
+    // the job's end was missed and its hold left open. A job answer now reaches the client only
+    // once its job is recorded: a poll sent the moment the answer arrives finds it.
+    for (let i = 0; i < 10; i++) {
+      const quick = await post('/v1/videos', { model: 'openai/sora-2', prompt: `quick ${i}` }, { 'x-mock-job-polls': '0', 'x-mock-job': 'fail' })
+      const res = await fetch(`${gw.url}/v1/videos/${quick.id}`, { headers: gw.auth })
+      t.equal((await res.json() as { status: string }).status, 'failed', 'the very first poll sees the end')
+    }
+    await settled()
+    t.same(await ledger.openHolds(gw.account.id), [], 'every immediately polled job was settled')
+    t.equal(await balance(), start - SORA, 'failed jobs, polled at once, are not billed')
+
     const song = await post('/v1/music/generations', { model: 'music/melody-1', prompt: 'sea shanty', lyrics: '[verse] heave' })
     t.equal(await pollUntil(`/v1/jobs/${song.id}`, (s) => s === 'completed'), 'completed')
     await settled()

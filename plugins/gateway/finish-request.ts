@@ -62,6 +62,24 @@ export interface FinishRequest {
    * the database would otherwise write its row to a closed writer, and the row would be lost.
    */
   drain (): Promise<void>
+  /**
+   * Settles a request before its answer's last byte goes out (the same settlement `finish`
+   * reuses). An accepted job is recorded before the client can poll it, so a poll that comes
+   * right away still finds the job's hold.
+   */
+  settleNow (ctx: RequestContext, outcome: Outcome): Promise<void>
+}
+
+const SETTLED_SLOT = 'settled'
+
+/** One settlement per request, whoever asks first. */
+function settleOnce (deps: FinishDeps, ctx: RequestContext, outcome: Outcome): Promise<Settled> {
+  let settling = ctx.slots.get(SETTLED_SLOT) as Promise<Settled> | undefined
+  if (!settling) {
+    settling = settle(deps, ctx, outcome, outcome.usage)
+    ctx.slots.set(SETTLED_SLOT, settling)
+  }
+  return settling
 }
 
 /**
@@ -71,7 +89,7 @@ export interface FinishRequest {
 export function finishRequest (deps: FinishDeps): FinishRequest {
   const pending = new Set<Promise<void>>()
   const finish = (ctx: RequestContext, outcome: Outcome): void => {
-    const settling: Promise<void> = settle(deps, ctx, outcome, outcome.usage).then(
+    const settling: Promise<void> = settleOnce(deps, ctx, outcome).then(
       (settled) => { deps.requestLog.write(requestRow(ctx, outcome, settled, deps.clock.now())) },
       (err: unknown) => {
         // The hold stays open and the reaper releases it; the row says the charge is unknown.
@@ -84,6 +102,9 @@ export function finishRequest (deps: FinishDeps): FinishRequest {
   return Object.assign(finish, {
     async drain (): Promise<void> {
       while (pending.size > 0) await Promise.allSettled([...pending])
+    },
+    async settleNow (ctx: RequestContext, outcome: Outcome): Promise<void> {
+      await settleOnce(deps, ctx, outcome).then(() => {}, () => {})
     }
   })
 }

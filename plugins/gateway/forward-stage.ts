@@ -25,6 +25,8 @@ export interface ForwardDeps {
   random: () => number
   /** Called once per request with how it ended (request log, billing settlement). */
   finish: (ctx: RequestContext, outcome: Outcome) => void
+  /** Settles an accepted job before its answer ends (see relay's beforeEnd). */
+  settleNow?: (ctx: RequestContext, outcome: Outcome) => Promise<void>
 }
 
 /** Failures before the first byte after which the next fallback model is tried. */
@@ -178,6 +180,16 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       return usage
     }
 
+    const outcomeOf = (end: RelayEnd): Outcome => ({
+      kind: end,
+      httpStatus: upstream.statusCode,
+      errorCode: end === 'stream_interrupted' ? 'PROVIDER_STREAM_INTERRUPTED' : end === 'client_disconnected' ? 'REQUEST_CLIENT_DISCONNECTED' : null,
+      answeredModel: answered,
+      upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
+      usage: finalUsage(),
+      overheadMs,
+      ...(meter && (meter.jobId !== undefined || meter.jobStatus !== undefined) ? { job: { id: meter.jobId, status: meter.jobStatus } } : {})
+    })
     reply.hijack()
     relay({
       res,
@@ -194,18 +206,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
         const billing = produced && deps.streamBillingStatus ? deps.streamBillingStatus(ctx, answered, produced) : 'NOT_BILLED'
         return errorFrame(toOccurrence(gatewayError('PROVIDER_STREAM_INTERRUPTED'), ctx.requestId, deps.catalogue, billing), ctx.plan.envelope)
       },
-      onEnd: (end: RelayEnd) => {
-        deps.finish(ctx, {
-          kind: end,
-          httpStatus: upstream.statusCode,
-          errorCode: end === 'stream_interrupted' ? 'PROVIDER_STREAM_INTERRUPTED' : end === 'client_disconnected' ? 'REQUEST_CLIENT_DISCONNECTED' : null,
-          answeredModel: answered,
-          upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
-          usage: finalUsage(),
-          overheadMs,
-          ...(meter && (meter.jobId !== undefined || meter.jobStatus !== undefined) ? { job: { id: meter.jobId, status: meter.jobStatus } } : {})
-        })
-      }
+      ...(ctx.plan.job === 'create' && answeredOk && deps.settleNow ? { beforeEnd: async () => await deps.settleNow?.(ctx, outcomeOf('completed')) } : {}),
+      onEnd: (end: RelayEnd) => { deps.finish(ctx, outcomeOf(end)) }
     })
     return
   }

@@ -17,6 +17,8 @@ export interface GatewayOptions {
   config: GatewayConfig
   /** Stages contributed by other plugins (auth, limits, wallet), merged with the core ones by priority. */
   stages?: readonly Stage[]
+  /** Settles an accepted job before its answer ends, so an immediate poll finds it. */
+  settleNow?: (ctx: RequestContext, outcome: Outcome) => Promise<void>
   /** Called once per request with its outcome, after the response ended. */
   onFinish?: (ctx: RequestContext, outcome: Outcome) => void
   /** Injected randomness for the weighted upstream pick. */
@@ -87,6 +89,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     drainTimeoutMs: config.server.drain_timeout_ms,
     random: opts.random ?? Math.random,
     finish,
+    ...(opts.settleNow ? { settleNow: opts.settleNow } : {}),
     ...(opts.streamBillingStatus ? { streamBillingStatus: opts.streamBillingStatus } : {})
   }
 

@@ -78,6 +78,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     inflight,
     // The error frame of a broken stream says what its settle will do with what was metered.
     streamBillingStatus: interruptedStreamBilling,
+    settleNow: settleAndLog.settleNow,
     onFinish: (ctx, outcome) => {
       settleAndLog(ctx, outcome)
       onFinish?.(ctx, outcome)

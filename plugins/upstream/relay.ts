@@ -46,6 +46,12 @@ export interface RelayOptions {
   filter?: RelayFilter
   /** The `event: error` frame to end a broken SSE stream with. */
   errorFrame: () => string
+  /**
+   * Awaited after the upstream body ended and before the client gets its answer. With it the
+   * (small) answer is held back whole: a client reading a Content-Length body has it all once
+   * the last byte is written, whether or not the response was ended.
+   */
+  beforeEnd?: () => Promise<void>
   onEnd: (end: RelayEnd, error?: unknown) => void
 }
 
@@ -87,9 +93,14 @@ export function relay (o: RelayOptions): void {
     if (o.sse) res.flushHeaders()
   }
 
+  const heldBack: Buffer[] | null = o.beforeEnd ? [] : null
   body.on('data', (chunk: Buffer) => {
     onChunk?.(chunk)
     if (clientGone) return
+    if (heldBack) {
+      heldBack.push(chunk)
+      return
+    }
     let room = true
     if (filter) {
       for (const piece of filter.push(chunk)) room = res.write(piece)
@@ -107,8 +118,13 @@ export function relay (o: RelayOptions): void {
       return
     }
     if (filter) for (const piece of filter.end()) res.write(piece)
-    res.end()
-    finish('completed')
+    const end = (): void => {
+      if (heldBack) for (const piece of heldBack) res.write(piece)
+      res.end()
+      finish('completed')
+    }
+    if (o.beforeEnd) o.beforeEnd().then(end, end)
+    else end()
   })
   body.once('error', (err) => {
     if (clientGone) {
