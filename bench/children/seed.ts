@@ -5,11 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import type { GatewayConfig } from '../../plugins/config/types.js'
 import { openServices, type GatewayServices } from '../../plugins/gateway/services.js'
 import { parseMoney } from '../../plugins/pricing/money.js'
-import { randomSchemaName, TEST_SECRET } from '../../plugins/store/testing.js'
+import { dropSchema, randomSchemaName, TEST_SECRET } from '../../plugins/store/testing.js'
 import type { BillingCounts } from '../ipc.js'
 
 /**
@@ -41,15 +40,7 @@ export async function openBenchServices (config: GatewayConfig): Promise<BenchSe
   })
   const cleanup = async (): Promise<void> => {
     if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true })
-    if (databaseUrl && schema !== undefined) {
-      const client = new pg.Client({ connectionString: databaseUrl })
-      await client.connect()
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-      } finally {
-        await client.end()
-      }
-    }
+    if (databaseUrl && schema !== undefined) await dropSchema(schema, databaseUrl)
   }
   const services: GatewayServices = {
     store: opened.store,

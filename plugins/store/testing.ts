@@ -59,6 +59,17 @@ export function sqliteTestBackend(): TestBackend {
   }
 }
 
+/** Drops a PostgreSQL schema a test or benchmark created, with everything in it. */
+export async function dropSchema(schema: string, databaseUrl: string = TEST_DATABASE_URL): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  } finally {
+    await client.end()
+  }
+}
+
 export function pgTestBackend(): TestBackend {
   const schema = randomSchemaName()
   const stores: Store[] = []
@@ -72,13 +83,7 @@ export function pgTestBackend(): TestBackend {
     },
     async cleanup() {
       await Promise.all(stores.map((s) => s.close()))
-      const client = new pg.Client({ connectionString: TEST_DATABASE_URL })
-      await client.connect()
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-      } finally {
-        await client.end()
-      }
+      await dropSchema(schema)
     },
   }
 }

@@ -5,12 +5,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import pg from 'pg'
 import { loadConfig } from '../../plugins/config/index.js'
 import type { GatewayConfig } from '../../plugins/config/types.js'
 import { buildServer, type ServerOptions } from '../../plugins/gateway/server.js'
 import { openServices, type GatewayServices, type ServiceEnv } from '../../plugins/gateway/services.js'
-import { randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from '../../plugins/store/testing.js'
+import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from '../../plugins/store/testing.js'
 import type { Account } from '../../plugins/store/types.js'
 import { parseMoney } from '../../plugins/pricing/money.js'
 import { startMockUpstream, type MockUpstream } from '../fixtures/mock-upstream.js'
@@ -73,15 +72,7 @@ export function mockEnv (mockUrl: string): Record<string, string> {
   }
 }
 
-export async function dropSchema (schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL })
-  await client.connect()
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-  } finally {
-    await client.end()
-  }
-}
+export { dropSchema }
 
 export async function startTestGateway (options: TestGatewayOptions = {}): Promise<TestGateway> {
   const other = options.shareStoreWith
