@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
 import { compileCatalogue, gatewayError, renderError, toOccurrence, classify } from '../errors/index.js'
-import { compileModels } from '../models/catalogue.js'
+import { compileModels, type ModelCatalogue } from '../models/catalogue.js'
 import { isParsedBody, registerBodyParsers } from '../request/body.js'
 import { compileRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
 import { compileUpstreams } from '../upstream/providers.js'
@@ -15,6 +15,8 @@ export type { Stage } from './stages.js'
 
 export interface GatewayOptions {
   config: GatewayConfig
+  /** The compiled catalogue, when the caller already compiled it (the server shares it with settlement). */
+  models?: ModelCatalogue
   /** Stages contributed by other plugins (auth, limits, wallet), merged with the core ones by priority. */
   stages?: readonly Stage[]
   /** Settles an accepted job before its answer ends, so an immediate poll finds it. */
@@ -67,7 +69,7 @@ export function gatewayFrameworkErrors (config: GatewayConfig): (error: FastifyE
 export async function modelGateway (app: FastifyInstance, opts: GatewayOptions): Promise<void> {
   const { config } = opts
   const catalogue = compileCatalogue(config.errors, config.server)
-  const models = compileModels(config)
+  const models = opts.models ?? compileModels(config)
   const routes = compileRoutes(config)
   const upstreams = compileUpstreams(config)
   const chain = buildStageChain([requestStage, modelStage(models), capabilityStage, ...(opts.stages ?? [])])

@@ -63,10 +63,11 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     walletStage({ ledger: services.store.ledger, config: opts.config.wallet }),
     ...(opts.stages ?? [])
   ]
+  const models = compileModels(opts.config)
   const settleAndLog = finishRequest({
     ledger: services.store.ledger,
     jobs: services.store.jobs,
-    models: compileModels(opts.config),
+    models,
     requestLog: services.requestLog,
     clock: services.clock,
     log: app.log
@@ -74,6 +75,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   const onFinish = opts.onFinish
   await app.register(modelGateway, {
     ...gatewayOptions,
+    models,
     stages,
     inflight,
     // The error frame of a broken stream says what its settle will do with what was metered.
