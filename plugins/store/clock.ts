@@ -25,15 +25,31 @@ function randomByte (): number {
   return pool[poolAt++] as number
 }
 
-/**
- * `<prefix>_` + 22 base62 characters (≈ 131 random bits). Bytes ≥ 248 are rejected so every
- * character is uniform over the 62.
- */
-export const randomIds: IdSource = (prefix) => {
+const TIME_CHARS = 8 // 62^8 ms ≈ 6,900 years from the epoch
+const RANDOM_CHARS = ID_CHARS - TIME_CHARS
+
+function randomChars (n: number): string {
   let out = ''
-  while (out.length < ID_CHARS) {
+  while (out.length < n) {
     const b = randomByte()
     if (b < 248) out += BASE62.charAt(b % 62)
   }
-  return `${prefix}_${out}`
+  return out
+}
+
+/**
+ * `<prefix>_` + 22 base62 characters: 8 of the current time in milliseconds, then 14 random
+ * ones (≈ 83 bits; bytes ≥ 248 are rejected so every character is uniform over the 62). The
+ * alphabet is in ASCII order, so ids sort by creation time: new rows land at the end of their
+ * B-tree indexes (a hold, an entry and a log row per request) instead of on random pages, which
+ * keeps the pages one commit writes few.
+ */
+export const randomIds: IdSource = (prefix) => {
+  let t = Date.now()
+  let time = ''
+  for (let i = 0; i < TIME_CHARS; i++) {
+    time = BASE62.charAt(t % 62) + time
+    t = Math.floor(t / 62)
+  }
+  return `${prefix}_${time}${randomChars(RANDOM_CHARS)}`
 }
