@@ -39,6 +39,13 @@ interface HoldRow {
   expires_at: bigint
 }
 
+interface ClosedRow {
+  account_id: string
+  amount: bigint
+  status: 'released' | 'expired' | 'posted'
+  posted_amount: bigint | null
+}
+
 interface EntryRow {
   id: string
   account_id: string
@@ -104,6 +111,14 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
   const closeHold = db.prepare<[string, number, bigint | null, string]>(
     "UPDATE holds SET status = ?, settled_at = ?, posted_amount = ? WHERE id = ? AND status = 'open'",
   )
+  const closeOpen = db.prepare<{ amount: bigint | null, now: number, id: string }, ClosedRow>(
+    `UPDATE holds SET
+       status = CASE WHEN @amount IS NULL THEN 'released' WHEN expires_at <= @now THEN 'expired' ELSE 'posted' END,
+       settled_at = @now,
+       posted_amount = CASE WHEN @amount IS NULL OR expires_at <= @now THEN NULL ELSE MIN(@amount, amount) END
+     WHERE id = @id AND status = 'open'
+     RETURNING account_id, amount, status, posted_amount`,
+  )
   const moveHeld = db.prepare<[bigint, bigint, number, string]>(
     'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?',
   )
@@ -150,15 +165,19 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
     return true
   }
 
-  /** Closes one open hold; `amount` null releases it. */
+  /**
+   * Closes one open hold; `amount` null releases it. One UPDATE decides and records how the
+   * hold ends (released, expired, or posted for at most its amount); only when it changed
+   * nothing is the hold read, to tell an unknown hold from a closed one.
+   */
   const close = (holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
-    const row = holdById.get(holdId)
-    if (!row) throw new UnknownHoldError(holdId)
-    if (row.status !== 'open') return { posted: 0n, released: 0n, capped: false, duplicate: true }
-    const expired = row.expires_at <= BigInt(now)
-    const status = amount === null ? 'released' : expired ? 'expired' : 'posted'
-    const posted = status === 'posted' && amount !== null ? (amount < row.amount ? amount : row.amount) : 0n
-    closeHold.run(status, now, status === 'posted' ? posted : null, holdId)
+    const row = closeOpen.get({ amount, now, id: holdId })
+    if (!row) {
+      if (!holdById.get(holdId)) throw new UnknownHoldError(holdId)
+      return { posted: 0n, released: 0n, capped: false, duplicate: true }
+    }
+    const status = row.status
+    const posted = row.posted_amount ?? 0n
     if (status === 'posted') {
       insertEntry.run(
         ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note, now,
