@@ -130,7 +130,6 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     const provider = deps.upstreams.pick(deps.upstreams.pool(target.poolName), deps.random())
     if (res.destroyed) throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
 
-    const controller = new AbortController()
     const { body, filter } = withUsageRequested(ctx, upstreamBody(ctx, target.model))
     const contentType = ctx.body?.kind === 'multipart' ? ctx.body.contentType : ctx.body ? 'application/json' : undefined
     const dispatchedAt = process.hrtime.bigint()
@@ -141,8 +140,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
         method: ctx.plan.method,
         path: upstreamPath(ctx, provider, target.template, target.model),
         headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
-        body,
-        signal: controller.signal
+        body
       })
     } catch (err) {
       const mapped = mapUpstreamFailure(err, false)
@@ -198,7 +196,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       body: upstream.body,
       sse,
       drainTimeoutMs: deps.drainTimeoutMs,
-      abortUpstream: () => controller.abort(),
+      // Destroying the body aborts the upstream request (undici closes its connection).
+      abortUpstream: () => { upstream.body.destroy() },
       ...(meter ? { onChunk: meter.onChunk } : {}),
       ...(filter && answeredOk ? { filter: createUsageEventFilter() } : {}),
       errorFrame: () => {

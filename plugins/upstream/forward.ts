@@ -59,7 +59,6 @@ export interface UpstreamCall {
   path: string
   headers: Record<string, string | string[]>
   body: Buffer | undefined
-  signal: AbortSignal
 }
 
 export async function callUpstream (dispatcher: Dispatcher, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
@@ -69,7 +68,6 @@ export async function callUpstream (dispatcher: Dispatcher, call: UpstreamCall):
     method: call.method as Dispatcher.HttpMethod,
     headers: call.headers,
     body: call.body,
-    signal: call.signal,
     headersTimeout: call.provider.timeoutMs,
     bodyTimeout: call.provider.bodyTimeoutMs
   })

@@ -87,10 +87,33 @@ export function relay (o: RelayOptions): void {
     drainTimer.unref()
   }
 
+  // Writes of one event-loop turn leave in one syscall: the socket is corked at the first and
+  // uncorked once the turn's I/O is done (or by res.end(), which sends what is corked with the
+  // end of the body). Headers leave with the first bytes of the body; an SSE client whose
+  // upstream has not sent any yet still gets them at the end of the turn.
+  let corked = false
+  let wroteBody = false
+  const uncork = (): void => {
+    if (!corked) return
+    corked = false
+    if (!res.writableEnded && !res.destroyed) res.uncork()
+  }
+  const write = (piece: Buffer): boolean => {
+    wroteBody = true
+    if (!corked) {
+      corked = true
+      res.cork()
+      setImmediate(uncork)
+    }
+    return res.write(piece)
+  }
   if (!res.destroyed) {
     res.writeHead(o.status, o.headers)
-    // SSE clients should see the headers before the first token.
-    if (o.sse) res.flushHeaders()
+    if (o.sse) {
+      setImmediate(() => {
+        if (!wroteBody && !res.writableEnded && !res.destroyed) res.flushHeaders()
+      })
+    }
   }
 
   const heldBack: Buffer[] | null = o.beforeEnd ? [] : null
@@ -103,9 +126,9 @@ export function relay (o: RelayOptions): void {
     }
     let room = true
     if (filter) {
-      for (const piece of filter.push(chunk)) room = res.write(piece)
+      for (const piece of filter.push(chunk)) room = write(piece)
     } else {
-      room = res.write(chunk)
+      room = write(chunk)
     }
     if (!room) {
       body.pause()
@@ -117,9 +140,10 @@ export function relay (o: RelayOptions): void {
       finish('client_disconnected')
       return
     }
-    if (filter) for (const piece of filter.end()) res.write(piece)
+    if (filter) for (const piece of filter.end()) write(piece)
     const end = (): void => {
-      if (heldBack) for (const piece of heldBack) res.write(piece)
+      if (heldBack) for (const piece of heldBack) write(piece)
+      corked = false
       res.end()
       finish('completed')
     }
