@@ -25,32 +25,13 @@ export interface TokenDialect {
   /** Reads one SSE event whose data is a JSON object. */
   event (name: string | null, data: Record<string, unknown>, state: StreamState): void
   /**
-   * The generated characters of an event that provably carries no usage and exactly one plain
-   * text delta, read without parsing it; undefined means "parse the event" (see plainDelta).
+   * How a stream of this dialect is read on the fast path (sse-tap.ts): the characters of
+   * string values under `textKeys`, anywhere in an event, are its generated text, and only the
+   * events where one of `parseKeys` holds an object are parsed and given to `event` (which
+   * then counts their text itself). Without it, every event is parsed.
    */
-  quickText? (data: string): number | undefined
+  readonly sse?: { readonly textKeys: readonly string[], readonly parseKeys: readonly string[] }
 }
-
-/**
- * Most stream events are one text delta and nothing to bill: `…"content":"word "…`. When the
- * raw data holds the key exactly once, followed by a string without escapes, and none of the
- * `others` markers (usage, other text keys), the delta's length is exact without JSON.parse.
- * An unescaped `"key":"` cannot occur inside a JSON string (its quotes would be escaped), so a
- * match is the key itself. Anything else answers undefined and the event is parsed.
- */
-function plainDelta (data: string, key: string, others: readonly string[]): number | undefined {
-  const at = data.indexOf(key)
-  if (at === -1 || data.indexOf(key, at + key.length) !== -1) return undefined
-  for (const marker of others) if (data.includes(marker)) return undefined
-  const start = at + key.length
-  const end = data.indexOf('"', start)
-  if (end === -1) return undefined
-  const text = data.slice(start, end)
-  return text.includes('\\') ? undefined : codePoints(text)
-}
-
-const CHAT_OTHERS = ['"usage":{', '"usage": {', 'reasoning_content', '"refusal":"', '"tool_calls"']
-const MESSAGES_OTHERS = ['"usage"', 'partial_json', '"thinking"', 'message_start', 'message_delta']
 
 function field (v: unknown, key: string): unknown {
   return isRecord(v) ? v[key] : undefined
@@ -115,7 +96,8 @@ const chat: TokenDialect = {
   capture: new Set(['usage']),
   textKeys: new Set(['content', 'reasoning_content', 'refusal', 'arguments']),
   json: (c) => chatUsage(c.get('usage')),
-  quickText: (data) => plainDelta(data, '"content":"', CHAT_OTHERS),
+  // Text sits only under these keys in a chunk's choices; the usage object comes in the last chunk.
+  sse: { textKeys: ['content', 'reasoning_content', 'refusal', 'arguments'], parseKeys: ['usage'] },
   event (_name, data, state) {
     // Earlier chunks carry `usage: null`; the one with numbers is the final `choices: []` chunk.
     if (isRecord(data.usage)) state.usage = { ...chatUsage(data.usage) }
@@ -155,7 +137,9 @@ const messages: TokenDialect = {
   capture: new Set(['usage']),
   textKeys: new Set(['text', 'thinking']),
   json: (c) => messagesUsage(c.get('usage')),
-  quickText: (data) => data.includes('"type":"content_block_delta"') ? plainDelta(data, '"text":"', MESSAGES_OTHERS) : undefined,
+  // Text sits only under these keys in content_block_delta events (content_block_start's
+  // `text` is empty); usage comes in message_start and message_delta, which are parsed.
+  sse: { textKeys: ['text', 'partial_json', 'thinking'], parseKeys: ['usage'] },
   event (name, data, state) {
     const type = typeof data.type === 'string' ? data.type : name ?? ''
     if (type === 'message_start') {

@@ -1,0 +1,153 @@
+// The fast path of stream metering (sse-tap.ts) against the exact one (sse.ts + JSON.parse +
+// the dialect's event reader): on any well-formed stream, whatever its line endings, spacing
+// and chunking, both must find the same usage and the same generated text.
+import fc from 'fast-check'
+import t from 'tap'
+import { eventJson } from '../plugins/metering/body-reader.js'
+import { createSseParser } from '../plugins/metering/sse.js'
+import { createSseTap } from '../plugins/metering/sse-tap.js'
+import { tokenDialect, type StreamState, type TokenDialect } from '../plugins/metering/token-dialects.js'
+import { createTokenMeter } from '../plugins/metering/token-meter.js'
+import { tokensFromChars, tokenUsage } from '../plugins/metering/usage.js'
+import { cut } from './helpers/chunks.js'
+
+const chat = tokenDialect('chat.completions') as TokenDialect
+const messages = tokenDialect('messages') as TokenDialect
+
+/** The exact reading: every event parsed. */
+function exact (dialect: TokenDialect, body: Buffer): StreamState {
+  const state: StreamState = { usage: undefined, textChars: 0 }
+  const parser = createSseParser((e) => {
+    const data = eventJson(e.data)
+    if (data) dialect.event(e.event, data, state)
+  })
+  parser.push(body)
+  parser.end()
+  return state
+}
+
+function metered (dialect: TokenDialect, chunks: readonly Buffer[]): ReturnType<ReturnType<typeof createTokenMeter>['finish']> {
+  const meter = createTokenMeter(dialect, { operation: 'x', sse: true, request: { inputChars: 40 } })
+  for (const c of chunks) meter.onChunk(c)
+  return meter.finish()
+}
+
+const text = fc.string({ unit: 'binary', maxLength: 12 })
+const eol = fc.constantFrom('\n', '\r\n', '\r')
+const indent = fc.constantFrom(undefined, 1, '\t')
+
+/** One JSON value as an upstream may write it: compact, or spaced and split over several data lines. */
+function dataLines (value: unknown, spacing: number | string | undefined, end: string): string {
+  const json = JSON.stringify(value, null, spacing)
+  return json.split('\n').map((line) => `data: ${line}`).join(end) + end
+}
+
+const chatStream = fc.record({
+  deltas: fc.array(fc.record({ content: text, reasoning: fc.option(text, { nil: undefined }), tool: fc.option(text, { nil: undefined }) }), { maxLength: 6 }),
+  usage: fc.option(fc.record({ prompt_tokens: fc.nat(5000), completion_tokens: fc.nat(5000) }), { nil: undefined }),
+  comment: fc.boolean(),
+  spacing: indent,
+  eol
+}).map(({ deltas, usage, comment, spacing, eol }) => {
+  let body = comment ? `: keep-alive${eol}${eol}` : ''
+  for (const d of deltas) {
+    const delta: Record<string, unknown> = { content: d.content }
+    if (d.reasoning !== undefined) delta.reasoning_content = d.reasoning
+    if (d.tool !== undefined) delta.tool_calls = [{ index: 0, function: { name: 'f', arguments: d.tool } }]
+    body += dataLines({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }], usage: null }, spacing, eol) + eol
+  }
+  if (usage) body += dataLines({ id: 'c', choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }, spacing, eol) + eol
+  return `${body}data: [DONE]${eol}${eol}`
+})
+
+const messagesStream = fc.record({
+  deltas: fc.array(fc.oneof(
+    text.map((s) => ({ type: 'text_delta', text: s })),
+    text.map((s) => ({ type: 'input_json_delta', partial_json: s })),
+    text.map((s) => ({ type: 'thinking_delta', thinking: s }))
+  ), { maxLength: 6 }),
+  input: fc.nat(5000),
+  output: fc.option(fc.nat(5000), { nil: undefined }),
+  spacing: indent,
+  eol
+}).map(({ deltas, input, output, spacing, eol }) => {
+  const ev = (name: string, data: unknown): string => `event: ${name}${eol}${dataLines(data, spacing, eol)}${eol}`
+  let body = ev('message_start', { type: 'message_start', message: { id: 'm', content: [], usage: { input_tokens: input, output_tokens: 1 } } })
+  body += ev('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })
+  for (const delta of deltas) body += ev('content_block_delta', { type: 'content_block_delta', index: 0, delta })
+  if (output !== undefined) body += ev('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: output } })
+  return body + ev('message_stop', { type: 'message_stop' })
+})
+
+for (const [name, dialect, streams] of [['chat', chat, chatStream], ['messages', messages, messagesStream]] as const) {
+  t.test(`property: the fast path meters a ${name} stream as the exact path does, any split`, async (t) => {
+    fc.assert(fc.property(streams, fc.array(fc.nat(), { maxLength: 12 }), (stream, points) => {
+      const body = Buffer.from(stream)
+      const want = exact(dialect, body)
+      const got = metered(dialect, cut(body, points.map((p) => p % (body.length + 1))))
+      const expected = tokenUsage(want.usage, { inputTokens: 10, outputTokens: tokensFromChars(want.textChars) })
+      if (JSON.stringify(got) !== JSON.stringify(expected)) {
+        throw new Error(`${JSON.stringify(stream)}: ${JSON.stringify(got)} !== ${JSON.stringify(expected)}`)
+      }
+    }), { numRuns: 1500 })
+    t.pass('1500 runs')
+  })
+}
+
+t.test('the tap counts text characters, not bytes, and escapes as one', async (t) => {
+  const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20 })
+  tap.push(Buffer.from('data: {"choices":[{"delta":{"content":"héllo 👋 \\"q\\" \\u00e9"}}]}\n\n'))
+  tap.end()
+  t.equal(tap.textChars(), 13) // h é l l o ␠ 👋 ␠ " q " ␠ é: the emoji is one character
+})
+
+t.test('an event whose usage holds an object is parsed; usage: null is not', async (t) => {
+  const parsed: string[] = []
+  const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20, onParse: (raw) => parsed.push(raw.toString()) })
+  tap.push(Buffer.from('data: {"choices":[{"delta":{"content":"ab"}}],"usage":null}\n\ndata: {"choices":[],"usage" :\n'))
+  tap.push(Buffer.from('data:  {"prompt_tokens":1}}\n\n'))
+  tap.end()
+  t.equal(tap.textChars(), 2)
+  t.same(parsed, ['data: {"choices":[],"usage" :\ndata:  {"prompt_tokens":1}}\n\n'])
+})
+
+t.test('a key written with escapes may be any key: its event is parsed', async (t) => {
+  const parsed: string[] = []
+  const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20, onParse: (raw) => parsed.push(raw.toString()) })
+  tap.push(Buffer.from('data: {"us\\u0061ge":{"prompt_tokens":1},"x":["a\\"b"]}\n\ndata: {"v":["a\\"b"],"content":"xy"}\n\n'))
+  tap.end()
+  t.equal(parsed.length, 1, 'only the event with the escaped key')
+  t.equal(tap.textChars(), 2, 'an escape in a value is no reason to parse')
+})
+
+t.test('a line that ends inside a string makes the event malformed: its text is not counted', async (t) => {
+  const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20 })
+  tap.push(Buffer.from('data: {"content":"ab\ndata: cd"}\n\ndata: {"content":"ok"}\n\n'))
+  tap.end()
+  t.equal(tap.textChars(), 2)
+})
+
+t.test('an event over maxEventBytes is counted but never parsed', async (t) => {
+  const parsed: string[] = []
+  const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 64, onParse: (raw) => parsed.push(raw.toString()) })
+  const big = `data: {"content":"${'x'.repeat(100)}","usage":{"prompt_tokens":1}}\n\n`
+  for (const piece of cut(Buffer.from(big), [30, 90])) tap.push(piece)
+  tap.push(Buffer.from('data: {"usage":{"prompt_tokens":2}}\n\n'))
+  tap.end()
+  t.equal(tap.textChars(), 100)
+  t.same(parsed, ['data: {"usage":{"prompt_tokens":2}}\n\n'])
+})
+
+t.test('a JSON answer is parsed whole when small and scanned when big, with the same result', async (t) => {
+  const answer = (content: string): Buffer => Buffer.from(JSON.stringify({ id: 'c', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content } }], usage: { prompt_tokens: 7, completion_tokens: 9 } }))
+  const small = metered(chat, cut(answer('héllo'), [5, 40]))
+  t.same({ in: small.inputTokens, out: small.outputTokens, reported: small.reported }, { in: 7, out: 9, reported: true })
+  const bigBody = answer('y'.repeat(300 * 1024))
+  const big = metered(chat, cut(bigBody, [1000, 200_000]))
+  t.same({ in: big.inputTokens, out: big.outputTokens, reported: big.reported }, { in: 7, out: 9, reported: true })
+  // Cut off before its usage: the text seen so far is the estimate, whole-parse or not.
+  const cutShort = answer('z'.repeat(400)).subarray(0, 300)
+  const estimate = metered(chat, [cutShort])
+  t.equal(estimate.reported, false)
+  t.ok(estimate.outputTokens > 0, 'the text of a cut answer is still counted')
+})
