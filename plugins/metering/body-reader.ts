@@ -29,7 +29,8 @@ export interface BodyReader {
   scan (): JsonScanResult | undefined
 }
 
-function firstNonSpace (chunk: Buffer): number {
+/** Where the first byte other than JSON whitespace is, or -1. */
+export function firstNonSpace (chunk: Buffer): number {
   for (let i = 0; i < chunk.length; i++) {
     const c = chunk[i]
     if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i

@@ -1,4 +1,4 @@
-import { eventJson, isRecord, parseCaptured } from './body-reader.js'
+import { eventJson, firstNonSpace, isRecord, parseCaptured } from './body-reader.js'
 import { createJsonScanner, type JsonScanner } from './json-scan.js'
 import type { Meter, MeterInput } from './meter-types.js'
 import { codePoints, requestChars } from './request-text.js'
@@ -50,14 +50,6 @@ function capturedOf (value: unknown, capture: ReadonlySet<string>): Map<string, 
     for (const key of capture) if (Object.hasOwn(record, key)) out.set(key, record[key])
   }
   return out
-}
-
-function firstNonSpace (chunk: Buffer): number {
-  for (let i = 0; i < chunk.length; i++) {
-    const c = chunk[i]
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i
-  }
-  return -1
 }
 
 /**
