@@ -127,6 +127,15 @@ t.test('a line that ends inside a string makes the event malformed: its text is 
   t.equal(tap.textChars(), 2)
 })
 
+t.test('lines are framed before JSON: a line that ends after a backslash still ends, and so does its event', async (t) => {
+  const parsed: string[] = []
+  const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20, onParse: (raw) => parsed.push(raw.toString()) })
+  tap.push(Buffer.from('data: {"content":"ab\\\n\ndata: {"usage":{"prompt_tokens":1}}\n\n'))
+  tap.end()
+  t.equal(tap.textChars(), 0, 'the broken event counts nothing')
+  t.same(parsed, ['data: {"usage":{"prompt_tokens":1}}\n\n'], 'the next event is still found')
+})
+
 t.test('an event over maxEventBytes is counted but never parsed', async (t) => {
   const parsed: string[] = []
   const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 64, onParse: (raw) => parsed.push(raw.toString()) })

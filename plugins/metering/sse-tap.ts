@@ -218,6 +218,31 @@ class Tap implements SseTap {
           continue
         }
       }
+      if (c === LF || c === CR) {
+        // Lines are framed before anything is read inside them, as an SSE parser does.
+        const blank = line === LINE_START
+        if (blank) {
+          // A blank line ends the event.
+          runStart = this.dispatch(chunk, eventStart, i + 1, out, runStart, mustParse, broken ? 0 : eventText)
+          touched = false
+          mustParse = false
+          broken = false
+          eventText = 0
+          jpos = J_NONE
+          eventStart = i + 1
+        } else {
+          if (inStr) broken = true // a line cannot end inside a JSON string
+          line = LINE_START
+        }
+        inStr = false
+        esc = false
+        hex = 0
+        if (c === CR) {
+          afterCr = true
+          crEndedEvent = blank
+        }
+        continue
+      }
       if (line === VALUE) {
         if (inStr) {
           if (hex > 0) {
@@ -257,21 +282,7 @@ class Tap implements SseTap {
             esc = true
             if (kind === S_KEY) keyOdd = true
           } else {
-            broken = true // a line cannot end inside a JSON string
-            inStr = false
-            line = LINE_START
-            if (c === CR) {
-              afterCr = true
-              crEndedEvent = false
-            }
-          }
-          continue
-        }
-        if (c === LF || c === CR) {
-          line = LINE_START
-          if (c === CR) {
-            afterCr = true
-            crEndedEvent = false
+            i-- // a line end: read it again at the top of the loop
           }
           continue
         }
@@ -303,24 +314,6 @@ class Tap implements SseTap {
         continue
       }
       if (line === LINE_START) {
-        if (c === LF || c === CR) {
-          // A blank line ends the event.
-          runStart = this.dispatch(chunk, eventStart, i + 1, out, runStart, mustParse, broken ? 0 : eventText)
-          touched = false
-          mustParse = false
-          broken = false
-          eventText = 0
-          inStr = false
-          esc = false
-          hex = 0
-          jpos = J_NONE
-          eventStart = i + 1
-          if (c === CR) {
-            afterCr = true
-            crEndedEvent = true
-          }
-          continue
-        }
         touched = true
         line = FIELD
         fieldLen = 0
@@ -329,12 +322,6 @@ class Tap implements SseTap {
       if (line === FIELD) {
         if (c === COLON) {
           line = fieldIsData && fieldLen === 4 ? VALUE_START : SKIP
-        } else if (c === LF || c === CR) {
-          line = LINE_START
-          if (c === CR) {
-            afterCr = true
-            crEndedEvent = false
-          }
         } else {
           if (fieldIsData && (fieldLen >= 4 || c !== DATA[fieldLen])) fieldIsData = false
           fieldLen++
@@ -344,16 +331,8 @@ class Tap implements SseTap {
       if (line === VALUE_START) {
         line = VALUE
         if (c !== SPACE) i-- // the value's first byte: read it again as a value byte
-        continue
       }
-      // SKIP
-      if (c === LF || c === CR) {
-        line = LINE_START
-        if (c === CR) {
-          afterCr = true
-          crEndedEvent = false
-        }
-      }
+      // SKIP: the rest of the line does not matter.
     }
 
     if (inStr && kind === S_KEY) {
