@@ -12,7 +12,7 @@ import { tokensFromChars, tokenUsage, type RawUsage, type Usage } from './usage.
  * at the end, which costs far less than scanning it byte by byte; a bigger one is scanned as
  * it streams (see json-scan.ts).
  */
-export const WHOLE_JSON_MAX_BYTES = 256 * 1024
+const WHOLE_JSON_MAX_BYTES = 256 * 1024
 
 /** An event of a fast-read stream bigger than this is counted but never parsed (as sse.ts). */
 const MAX_EVENT_BYTES = 16 * 1024 * 1024
