@@ -32,42 +32,55 @@ interface Row {
 
 type SqlValue = string | number | bigint | null
 
-const INSERT = `INSERT INTO request_log (request_id, account_id, key_id, route, operation, requested_model,
-  answered_model, status, outcome, error_code, stream, usage, usage_reported, cost, held, hold_id, posting_id,
-  billing_status, overhead_ms, upstream_ms, total_ms, created_at)
-  VALUES (@request_id, @account_id, @key_id, @route, @operation, @requested_model, @answered_model, @status,
-  @outcome, @error_code, @stream, @usage, @usage_reported, @cost, @held, @hold_id, @posting_id, @billing_status,
-  @overhead_ms, @upstream_ms, @total_ms, @created_at)
+/** Columns in insert order; encode() yields one value per column, in this order. */
+const COLUMNS = [
+  'request_id', 'account_id', 'key_id', 'route', 'operation', 'requested_model', 'answered_model', 'status',
+  'outcome', 'error_code', 'stream', 'usage', 'usage_reported', 'cost', 'held', 'hold_id', 'posting_id',
+  'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
+] as const satisfies ReadonlyArray<keyof Row>
+
+/**
+ * Rows per INSERT statement. A statement's execution has a fixed cost well above a row's, so a
+ * batch goes in as few multi-row statements as possible (22 × 64 = 1,408 parameters, far below
+ * SQLite's limit of 32,766).
+ */
+const ROWS_PER_STATEMENT = 64
+
+const insertSql = (rows: number): string => {
+  const tuple = `(${COLUMNS.map(() => '?').join(', ')})`
+  return `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES ${Array.from({ length: rows }, () => tuple).join(', ')}
   ON CONFLICT (request_id) DO NOTHING`
+}
 
 const bit = (value: boolean | null): number | null => (value === null ? null : value ? 1 : 0)
 
-function encode(row: RequestLogRow): Record<string, SqlValue> {
-  // Built field by field: whatever else the caller's object carries is never stored.
-  return {
-    request_id: row.requestId,
-    account_id: cleanText(row.accountId),
-    key_id: cleanText(row.keyId),
-    route: cleanText(row.route),
-    operation: cleanText(row.operation),
-    requested_model: cleanText(row.requestedModel),
-    answered_model: cleanText(row.answeredModel),
-    status: row.status,
-    outcome: cleanText(row.outcome),
-    error_code: cleanText(row.errorCode),
-    stream: bit(row.stream),
-    usage: usageToJson(row.usage),
-    usage_reported: bit(row.usageReported),
-    cost: row.cost,
-    held: row.held,
-    hold_id: cleanText(row.holdId),
-    posting_id: cleanText(row.postingId),
-    billing_status: row.billingStatus,
-    overhead_ms: row.overheadMs,
-    upstream_ms: row.upstreamMs,
-    total_ms: row.totalMs,
-    created_at: row.createdAt.getTime(),
-  }
+/** Appends the row's column values to `out`, in COLUMNS order. */
+function encode(row: RequestLogRow, out: SqlValue[]): void {
+  // Field by field: whatever else the caller's object carries is never stored.
+  out.push(
+    row.requestId,
+    cleanText(row.accountId),
+    cleanText(row.keyId),
+    cleanText(row.route),
+    cleanText(row.operation),
+    cleanText(row.requestedModel),
+    cleanText(row.answeredModel),
+    row.status,
+    cleanText(row.outcome),
+    cleanText(row.errorCode),
+    bit(row.stream),
+    usageToJson(row.usage),
+    bit(row.usageReported),
+    row.cost,
+    row.held,
+    cleanText(row.holdId),
+    cleanText(row.postingId),
+    row.billingStatus,
+    row.overheadMs,
+    row.upstreamMs,
+    row.totalMs,
+    row.createdAt.getTime(),
+  )
 }
 
 function decode(row: Row): RequestLogRow {
@@ -98,9 +111,20 @@ function decode(row: Row): RequestLogRow {
 }
 
 export function createSqliteRequestLogStore(db: Database): RequestLogStore {
-  const insert = db.prepare<[Record<string, SqlValue>]>(INSERT)
+  // One statement per row count, prepared when first needed (at most ROWS_PER_STATEMENT).
+  const inserts = new Map<number, Statement<[SqlValue[]]>>()
+  const insertStatement = (rows: number): Statement<[SqlValue[]]> => {
+    let statement = inserts.get(rows)
+    if (!statement) inserts.set(rows, (statement = db.prepare<[SqlValue[]]>(insertSql(rows))))
+    return statement
+  }
   const insertAll = db.transaction((rows: readonly RequestLogRow[]) => {
-    for (const row of rows) insert.run(encode(row))
+    for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
+      const chunk = rows.slice(start, start + ROWS_PER_STATEMENT)
+      const values: SqlValue[] = []
+      for (const row of chunk) encode(row, values)
+      insertStatement(chunk.length).run(values)
+    }
   })
   const byId = db.prepare<[string], Row>('SELECT * FROM request_log WHERE request_id = ?')
   // One statement per filter combination (at most 16): `? IS NULL OR …` would keep
