@@ -161,3 +161,102 @@ for (const backend of testBackends()) {
     t.pass(`${numRuns} random sequences of up to 30 operations`)
   })
 }
+
+// Concurrent calls. Calls made in the same tick share a batch (group commit). Whatever the
+// backend, the answers must add up: the balance is the credits less what the settles answered
+// as posted, the held sum is that of the admitted holds still open, and no admitted hold took
+// the available balance below its floor at the time it was admitted. SQLite runs a batch in
+// the order of its calls, so there the answers must also be exactly those of the same calls
+// one by one (its batch reads each wallet once and writes it once: this is what checks it).
+type GroupOp =
+  | { op: 'hold'; amount: bigint; floor: bigint }
+  | { op: 'settle'; which: number; amount: bigint }
+  | { op: 'release'; which: number }
+
+const groupOpArb: fc.Arbitrary<GroupOp> = fc.oneof(
+  { arbitrary: fc.record({ op: fc.constant('hold' as const), amount: fc.bigInt(0n, 400_000n), floor: fc.oneof(fc.constant(0n), fc.bigInt(-100_000n, 200_000n)) }), weight: 4 },
+  { arbitrary: fc.record({ op: fc.constant('settle' as const), which: fc.nat(), amount: fc.bigInt(0n, 500_000n) }), weight: 3 },
+  { arbitrary: fc.record({ op: fc.constant('release' as const), which: fc.nat() }), weight: 1 },
+)
+const stepArb = fc.record({ credit: fc.oneof(fc.constant(0n), fc.bigInt(1n, 800_000n)), calls: fc.array(groupOpArb, { minLength: 1, maxLength: 10 }) })
+
+async function runConcurrent(store: Store, steps: Array<{ credit: bigint; calls: GroupOp[] }>, serialOrder: boolean): Promise<void> {
+  const { id: accountId } = await store.accounts.create({ name: 'concurrent' })
+  const { ledger } = store
+  const holds: Array<{ id: string; amount: bigint; open: boolean }> = []
+  let credits = 0n
+  let posted = 0n
+  for (const [step, { credit, calls }] of steps.entries()) {
+    const show = (x: unknown): string => JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))
+    const fail = (msg: string): never => { throw new Error(`step ${step} ${show(calls)}: ${msg}`) }
+    if (credit > 0n) {
+      await ledger.credit({ accountId, amount: credit, kind: 'topup', postingId: `${accountId}-c${step}` })
+      credits += credit
+    }
+    // The serial answers (SQLite's contract for one batch), from the state before the batch.
+    const before = await ledger.wallet(accountId)
+    let available = before.available
+    const open = new Map(holds.filter((h) => h.open).map((h) => [h.id, h.amount]))
+    const targets = calls.map((c) => (c.op === 'hold' ? undefined : holds[c.which % Math.max(1, holds.length)]))
+    const expected = calls.map((c, i) => {
+      if (c.op === 'hold') {
+        const fits = available - c.amount >= c.floor
+        if (fits) available -= c.amount
+        return { ok: fits }
+      }
+      const h = targets[i]
+      if (!h) return null
+      const amount = open.get(h.id)
+      if (amount === undefined) return { posted: 0n, duplicate: true }
+      open.delete(h.id)
+      const p = c.op === 'settle' ? min(c.amount, amount) : 0n
+      available += amount - p
+      return { posted: p, duplicate: false }
+    })
+    const answers = await Promise.all(calls.map(async (c, i) => {
+      if (c.op === 'hold') return await ledger.hold({ accountId, amount: c.amount, floor: c.floor, requestId: `g${step}.${i}`, ttlMs: 3_600_000 })
+      const h = targets[i]
+      if (!h) return null
+      return c.op === 'settle' ? await ledger.settle({ holdId: h.id, amount: c.amount, requestId: `g${step}.${i}` }) : { ...(await ledger.release(h.id)), posted: 0n }
+    }))
+    for (const [i, a] of answers.entries()) {
+      const c = calls[i]!
+      if (a === null) continue
+      if ('ok' in a) {
+        if (a.ok) holds.push({ id: a.holdId, amount: c.op === 'hold' ? c.amount : 0n, open: true })
+        if (serialOrder && a.ok !== (expected[i] as { ok: boolean }).ok) fail(`call ${i}: hold admitted=${a.ok}, serial order says ${!a.ok}`)
+        continue
+      }
+      const h = targets[i]!
+      if (serialOrder && (a.posted !== (expected[i] as { posted: bigint }).posted || a.duplicate !== (expected[i] as { duplicate: boolean }).duplicate)) {
+        fail(`call ${i}: ${show(a)}, serial order says ${show(expected[i])}`)
+      }
+      if (!a.duplicate) {
+        if (!h.open) fail(`call ${i}: hold ${h.id} closed twice`)
+        h.open = false
+        posted += a.posted
+      }
+    }
+    const facts = await ledgerFacts(store, accountId)
+    if (facts.balance !== credits - posted) fail(`balance ${facts.balance}, answers say ${credits - posted}`)
+    if (facts.balance !== facts.entriesSum) fail('balance is not the sum of the entries')
+    const held = holds.filter((h) => h.open).reduce((sum, h) => sum + h.amount, 0n)
+    if (facts.held !== held || facts.openHoldsSum !== held) fail(`held ${facts.held} (open holds ${facts.openHoldsSum}), answers say ${held}`)
+    const floors = calls.flatMap((c, i) => (c.op === 'hold' && (answers[i] as { ok?: boolean } | null)?.ok ? [c.floor] : []))
+    if (serialOrder && floors.length > 0 && facts.available < floors.reduce((a, b) => (a < b ? a : b))) fail('an admitted hold went below its floor')
+  }
+  for (const h of holds.filter((x) => x.open)) await ledger.release(h.id)
+}
+
+for (const backend of testBackends()) {
+  t.test(`concurrent calls add up, and on SQLite match their serial order (${backend.name})`, async (t) => {
+    t.teardown(() => backend.cleanup())
+    const store = await backend.open({ clock: new ManualClock() })
+    const numRuns = backend.name === 'sqlite' ? 150 : 30
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 12 }), (steps) => runConcurrent(store, steps, backend.name === 'sqlite')),
+      { numRuns },
+    )
+    t.pass(`${numRuns} random sequences of up to 12 batches of up to 10 concurrent calls`)
+  })
+}

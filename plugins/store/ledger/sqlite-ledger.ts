@@ -1,9 +1,9 @@
 // SQLite ledger: the file's write lock serialises holds from every connection and process.
-// The hold is one conditional UPDATE … RETURNING; the hold row is inserted in the same
-// transaction. Holds and settles are group-committed: the calls of one event-loop turn run in
-// one IMMEDIATE transaction, so a commit (the WAL write of every page touched) is shared
-// instead of paid per call. A call refused before it writes fails alone; any other failure
-// rolls the whole batch back and fails every call in it.
+// Holds and settles are group-committed: the calls of one event-loop turn run in one IMMEDIATE
+// transaction, so a commit (the WAL write of every page touched) is shared instead of paid per
+// call, and each wallet the batch touches is read and written once (see runBatch). A call
+// refused before it writes fails alone; any other failure rolls the whole batch back and fails
+// every call in it.
 import type { Database } from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
 import { checkLimit } from '../context.js'
@@ -96,13 +96,6 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
   const addBalance = db.prepare<[bigint, number, string], WalletRow>(
     'UPDATE wallets SET balance = balance + ?, updated_at = ? WHERE account_id = ? RETURNING balance, held',
   )
-  const reserve = db.prepare<[bigint, number, string, bigint, bigint], WalletRow>(
-    `UPDATE wallets SET held = held + ?, updated_at = ?
-     WHERE account_id = ? AND balance - held - ? >= ? RETURNING balance, held`,
-  )
-  const insertWalletHeld = db.prepare<[string, bigint, number]>(
-    'INSERT INTO wallets (account_id, balance, held, updated_at) VALUES (?, 0, ?, ?)',
-  )
   const insertHold = db.prepare<[string, string, bigint, string, number, number]>(
     `INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at)
      VALUES (?, ?, ?, 'open', ?, ?, ?)`,
@@ -121,6 +114,9 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
   )
   const moveHeld = db.prepare<[bigint, bigint, number, string]>(
     'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?',
+  )
+  const setWallet = db.prepare<[bigint, bigint, number, string]>(
+    'UPDATE wallets SET balance = ?, held = ?, updated_at = ? WHERE account_id = ?',
   )
   const dueHolds = db.prepare<[number], HoldRow>(
     "SELECT * FROM holds WHERE status = 'open' AND expires_at <= ? ORDER BY expires_at",
@@ -155,12 +151,36 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
   // The bodies of a hold and a close. Their only expected failures (UnknownAccountError,
   // UnknownHoldError) are thrown before they write anything, so a batch runs them without a
   // savepoint each; any other failure is a database error and aborts the whole batch.
-  const hold = (input: Parameters<LedgerStore['hold']>[0], now: number, holdId: string): boolean => {
-    if (!reserve.get(input.amount, now, input.accountId, input.amount, input.floor)) {
-      // No wallet row is a balance of 0; it is created only when the hold fits anyway.
-      if (walletOf.get(input.accountId) || -input.amount < input.floor) return false
-      creatingWallet(input.accountId, () => insertWalletHeld.run(input.accountId, input.amount, now))
+  //
+  // A batch reads each wallet it touches once, applies its holds and closes to it in memory, in
+  // order, and writes it once at the end: the batch holds the database's write lock from its
+  // first read to its commit, so the result is the same as one UPDATE per call, for one
+  // statement per wallet instead of one per call.
+  /** The wallets of one batch, as read at its start and changed by its calls so far. */
+  interface Wallets { rows: Map<string, WalletRow>, changed: Set<string> }
+
+  /** The account's wallet in this batch (read on first use), to be written back at its end. */
+  const walletIn = (wallets: Wallets, accountId: string): WalletRow | undefined => {
+    let wallet = wallets.rows.get(accountId)
+    if (!wallet) {
+      wallet = walletOf.get(accountId)
+      if (wallet) wallets.rows.set(accountId, wallet)
     }
+    return wallet
+  }
+
+  const hold = (wallets: Wallets, input: Parameters<LedgerStore['hold']>[0], now: number, holdId: string): boolean => {
+    let wallet = walletIn(wallets, input.accountId)
+    if (!wallet) {
+      // No wallet row is a balance of 0; it is created only when the hold fits anyway.
+      if (-input.amount < input.floor) return false
+      creatingWallet(input.accountId, () => ensureWallet.run(input.accountId, now))
+      wallet = { balance: 0n, held: 0n }
+      wallets.rows.set(input.accountId, wallet)
+    }
+    if (wallet.balance - wallet.held - input.amount < input.floor) return false
+    wallet.held += input.amount
+    wallets.changed.add(input.accountId)
     insertHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now)
     return true
   }
@@ -170,7 +190,7 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
    * hold ends (released, expired, or posted for at most its amount); only when it changed
    * nothing is the hold read, to tell an unknown hold from a closed one.
    */
-  const close = (holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
+  const close = (wallets: Wallets, holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
     const row = closeOpen.get({ amount, now, id: holdId })
     if (!row) {
       if (!holdById.get(holdId)) throw new UnknownHoldError(holdId)
@@ -183,7 +203,12 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
         ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note, now,
       )
     }
-    moveHeld.run(row.amount, posted, now, row.account_id)
+    // A hold's account always has a wallet row (holds reference it).
+    const wallet = walletIn(wallets, row.account_id)
+    if (!wallet) throw new Error(`wallet of hold ${holdId} vanished`)
+    wallet.held -= row.amount
+    wallet.balance -= posted
+    wallets.changed.add(row.account_id)
     return { posted, released: row.amount - posted, capped: status === 'posted' && amount !== null && amount > row.amount, duplicate: false }
   }
 
@@ -196,18 +221,27 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
     return due.length
   })
 
-  const runBatch = db.transaction((ops: SqliteOp[]): Array<ItemOutcome<boolean | SettleResult>> => ops.map((op) => {
-    try {
-      const value = op.kind === 'hold'
-        ? hold(op.input, op.at, op.holdId)
-        : close(op.holdId, op.amount, op.requestId, op.note, op.at)
-      return { kind: 'done', value }
-    } catch (err) {
-      // Refused before writing: this call fails alone. Anything else rolls the batch back.
-      if (err instanceof UnknownAccountError || err instanceof UnknownHoldError) return { kind: 'failed', error: err }
-      throw err
+  const runBatch = db.transaction((ops: SqliteOp[]): Array<ItemOutcome<boolean | SettleResult>> => {
+    const wallets: Wallets = { rows: new Map(), changed: new Set() }
+    const outcomes = ops.map((op): ItemOutcome<boolean | SettleResult> => {
+      try {
+        const value = op.kind === 'hold'
+          ? hold(wallets, op.input, op.at, op.holdId)
+          : close(wallets, op.holdId, op.amount, op.requestId, op.note, op.at)
+        return { kind: 'done', value }
+      } catch (err) {
+        // Refused before writing: this call fails alone. Anything else rolls the batch back.
+        if (err instanceof UnknownAccountError || err instanceof UnknownHoldError) return { kind: 'failed', error: err }
+        throw err
+      }
+    })
+    const at = ops.reduce((latest, op) => Math.max(latest, op.at), 0)
+    for (const accountId of wallets.changed) {
+      const wallet = wallets.rows.get(accountId)
+      if (wallet) setWallet.run(wallet.balance, wallet.held, at, accountId)
     }
-  }))
+    return outcomes
+  })
   const batches = new GroupCommit<SqliteOp, boolean | SettleResult>(
     async (ops) => runBatch.immediate(ops),
     { maxBatch: 500, maxInFlight: 1, schedule: 'immediate' },
