@@ -27,12 +27,16 @@ const COUNT_FIELDS = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'image
 /** An exact non-negative fraction of nano-units. */
 interface Fraction { num: bigint; den: bigint }
 
-function count (usage: Usage, field: typeof COUNT_FIELDS[number]): bigint {
+function checkCount (usage: Usage, field: typeof COUNT_FIELDS[number]): number {
   const v = usage[field]
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
     throw new RangeError(`usage.${field} must be a non-negative integer, got ${String(v)}`)
   }
-  return BigInt(v)
+  return v
+}
+
+function count (usage: Usage, field: typeof COUNT_FIELDS[number]): bigint {
+  return BigInt(checkCount(usage, field))
 }
 
 /** Whole milliseconds in `seconds`, rounded up; exact for the number's shortest decimal form. */
@@ -52,6 +56,8 @@ export function billableMillis (seconds: number): bigint {
 function add (acc: Fraction, quantity: bigint, rate: Rate, scale = 1n): Fraction {
   if (quantity === 0n || rate.numerator === 0n) return acc
   const den = rate.per * scale
+  // The rates of one list share their `per` (compile.ts): after the first term, a plain sum.
+  if (den === acc.den) return { num: acc.num + quantity * rate.numerator, den }
   return { num: acc.num * den + quantity * rate.numerator * acc.den, den: acc.den * den }
 }
 
@@ -82,8 +88,8 @@ function unitRate (price: CompiledPrice): Rate {
 
 /** Exact cost of `usage` under `price`, in nano-units, rounded up once (see the rule above). */
 export function costOf (price: CompiledPrice, usage: Usage): bigint {
-  for (const field of COUNT_FIELDS) count(usage, field)
-  const millis = billableMillis(usage.audioSeconds)
+  for (const field of COUNT_FIELDS) checkCount(usage, field)
+  const millis = usage.audioSeconds === 0 ? 0n : billableMillis(usage.audioSeconds)
   let total: Fraction = { num: 0n, den: 1n }
   switch (price.unit) {
     case 'token':

@@ -52,6 +52,7 @@ async function withRetry<T> (op: () => Promise<T>, attempts = 5, delayMs = 100):
 }
 
 const NOTHING: Settled = { billing: 'NOT_BILLED', cost: null, held: null, holdId: null, postingId: null, capped: false }
+const NOT_BILLED = { status: 'NOT_BILLED', charge: 0n } as const
 
 /** What the request costs at the price of the model that answered, or 0 when nothing was produced. */
 export function chargeFor (outcome: Outcome, usage: Usage | null): bigint {
@@ -66,14 +67,20 @@ function producedOutput (usage: Usage | null): boolean {
 
 /** Billing status of a request's end, decided before the ledger write so error frames can carry it. */
 export function billingStatusFor (ctx: RequestContext, outcome: Outcome, usage: Usage | null): BillingStatus {
+  return billingDecision(ctx, outcome, usage).status
+}
+
+/** The billing status and, when BILLED, the charge it was decided on. */
+function billingDecision (ctx: RequestContext, outcome: Outcome, usage: Usage | null): { status: BillingStatus, charge: bigint } {
   const hold = holdOf(ctx)
-  if (!hold) return 'NOT_BILLED'
-  if (outcome.kind === 'refused' || outcome.kind === 'upstream_error') return 'NOT_BILLED'
-  if (outcome.httpStatus >= 400) return 'NOT_BILLED'
+  if (!hold) return NOT_BILLED
+  if (outcome.kind === 'refused' || outcome.kind === 'upstream_error') return NOT_BILLED
+  if (outcome.httpStatus >= 400) return NOT_BILLED
   // The provider broke its answer before producing anything: nothing was delivered to bill.
-  if (outcome.kind === 'stream_interrupted' && !producedOutput(usage)) return 'NOT_BILLED'
-  if (JOB_OPERATIONS.has(ctx.plan.operation)) return 'PENDING'
-  return chargeFor(outcome, usage) > 0n ? 'BILLED' : 'NOT_BILLED'
+  if (outcome.kind === 'stream_interrupted' && !producedOutput(usage)) return NOT_BILLED
+  if (JOB_OPERATIONS.has(ctx.plan.operation)) return { status: 'PENDING', charge: 0n }
+  const charge = chargeFor(outcome, usage)
+  return charge > 0n ? { status: 'BILLED', charge } : NOT_BILLED
 }
 
 /** The status a broken stream's `event: error` frame announces: the one its settle will apply. */
@@ -120,7 +127,7 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
   const hold = holdOf(ctx)
   if (!hold || hold.closed) return NOTHING
   const base = { held: hold.amount, holdId: hold.holdId }
-  const status = billingStatusFor(ctx, outcome, usage)
+  const { status, charge } = billingDecision(ctx, outcome, usage)
   if (status === 'PENDING') {
     hold.closed = true
     const jobId = outcome.job?.id
@@ -143,8 +150,7 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
     await withRetry(async () => await ledger.release(hold.holdId))
     return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, capped: false }
   }
-  const amount = chargeFor(outcome, usage)
-  const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
+  const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount: charge, requestId: ctx.requestId }))
   // Nothing posted (the hold had expired): there is no posting for the row to name.
   return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: r.posted > 0n ? `post:${hold.holdId}` : null, capped: r.capped }
 }
