@@ -8,6 +8,8 @@ import { createSseParser } from '../plugins/metering/sse.js'
 import { createSseTap } from '../plugins/metering/sse-tap.js'
 import { tokenDialect, type StreamState, type TokenDialect } from '../plugins/metering/token-dialects.js'
 import { createTokenMeter } from '../plugins/metering/token-meter.js'
+import { createMeter } from '../plugins/metering/meter.js'
+import { createUsageEventFilter } from '../plugins/metering/usage-chunk-filter.js'
 import { tokensFromChars, tokenUsage } from '../plugins/metering/usage.js'
 import { cut } from './helpers/chunks.js'
 
@@ -93,6 +95,48 @@ for (const [name, dialect, streams] of [['chat', chat, chatStream], ['messages',
     t.pass('1500 runs')
   })
 }
+
+t.test('property: metering and filtering in one walk = the meter and the usage filter apart, any split', async (t) => {
+  const prefix = fc.constantFrom('', '\n', ' \r\n', '\uFEFF')
+  fc.assert(fc.property(chatStream, prefix, fc.array(fc.nat(), { maxLength: 12 }), (stream, lead, points) => {
+    const body = Buffer.from(lead + stream)
+    const chunks = cut(body, points.map((p) => p % (body.length + 1)))
+    const input = { operation: 'chat.completions', sse: true, request: { inputChars: 40 } }
+    // Apart: the meter sees every chunk, the filter decides what the client gets.
+    const apart = createMeter(input)
+    const filter = createUsageEventFilter()
+    const wantBytes: Buffer[] = []
+    for (const c of chunks) {
+      apart.onChunk(c)
+      wantBytes.push(...filter.push(c))
+    }
+    wantBytes.push(...filter.end())
+    // Together: one walk.
+    const together = createMeter({ ...input, dropUsageEvents: true })
+    if (!together.filter) throw new Error('a chat meter asked to drop usage events offers a filter')
+    const gotBytes: Buffer[] = []
+    for (const c of chunks) gotBytes.push(...together.filter.push(c))
+    gotBytes.push(...together.filter.end())
+    const want = Buffer.concat(wantBytes).toString('latin1')
+    const got = Buffer.concat(gotBytes).toString('latin1')
+    if (got !== want) throw new Error(`${JSON.stringify(lead + stream)}: passed on ${JSON.stringify(got)} !== ${JSON.stringify(want)}`)
+    const [u1, u2] = [JSON.stringify(together.finish()), JSON.stringify(apart.finish())]
+    if (u1 !== u2) throw new Error(`${JSON.stringify(lead + stream)}: usage ${u1} !== ${u2}`)
+  }), { numRuns: 1500 })
+  t.pass('1500 runs')
+})
+
+t.test('one walk: a client that left still has its stream metered to the end', async (t) => {
+  const usage = { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 }
+  const body = Buffer.from(`data: {"choices":[{"delta":{"content":"hi"}}],"usage":null}\n\ndata: {"choices":[],"usage":${JSON.stringify(usage)}}`)
+  const meter = createMeter({ operation: 'chat.completions', sse: true, request: { inputChars: 40 }, dropUsageEvents: true })
+  for (const c of cut(body, [10, 60])) meter.filter?.push(c)
+  // No filter.end(): the relay skips it once the client is gone; finish still reads the last event.
+  const got = meter.finish()
+  t.equal(got.inputTokens, 7)
+  t.equal(got.outputTokens, 3)
+  t.equal(got.reported, true)
+})
 
 t.test('the tap counts text characters, not bytes, and escapes as one', async (t) => {
   const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20 })

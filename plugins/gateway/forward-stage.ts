@@ -61,13 +61,14 @@ function withUsageRequested (ctx: RequestContext, body: Buffer | undefined): { b
 }
 
 /** What the meter needs to estimate usage when the upstream reports none. */
-function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolean, status: number): Meter {
+function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolean, status: number, dropUsageEvents: boolean): Meter {
   const body = ctx.body
   const audio = body?.kind === 'multipart' ? body.summary.files.find((f) => f.field === 'file') : undefined
   return createMeter({
     operation: ctx.plan.operation,
     sse,
     status,
+    dropUsageEvents,
     ...(model ? { unit: model.pricing.unit } : {}),
     request: {
       ...(body?.kind === 'json' ? { json: body.json } : {}),
@@ -171,7 +172,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     if (answered && primary && answered.id !== primary.id) own['x-gateway-requested-model'] = primary.id
     const overheadMs = ms(ctx.startedAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())
     own['x-gateway-overhead-ms'] = overheadMs.toFixed(3)
-    const meter = answeredOk ? meterFor(ctx, answered, sse, upstream.statusCode) : null
+    const dropUsage = filter && answeredOk
+    const meter = answeredOk ? meterFor(ctx, answered, sse, upstream.statusCode, dropUsage) : null
     let usage: Usage | null = null
     const finalUsage = (): Usage | null => {
       if (meter && !usage) usage = meter.finish()
@@ -198,8 +200,10 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       drainTimeoutMs: deps.drainTimeoutMs,
       // Destroying the body aborts the upstream request (undici closes its connection).
       abortUpstream: () => { upstream.body.destroy() },
-      ...(meter ? { onChunk: meter.onChunk } : {}),
-      ...(filter && answeredOk ? { filter: createUsageEventFilter() } : {}),
+      // One walk meters and filters where the meter can; else the filter walks the stream apart.
+      ...(meter?.filter
+        ? { filter: meter.filter }
+        : { ...(meter ? { onChunk: meter.onChunk } : {}), ...(dropUsage ? { filter: createUsageEventFilter() } : {}) }),
       errorFrame: () => {
         const produced = finalUsage()
         const billing = produced && deps.streamBillingStatus ? deps.streamBillingStatus(ctx, answered, produced) : 'NOT_BILLED'

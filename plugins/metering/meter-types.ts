@@ -1,4 +1,5 @@
 import type { PriceConfig } from '../config/types.js'
+import type { ChunkFilter } from './usage-chunk-filter.js'
 import type { Usage } from './usage.js'
 
 /** What the gateway knows from the request itself. */
@@ -23,6 +24,11 @@ export interface MeterInput {
   status?: number
   /** The answering model's billing unit, when known; it only decides the `reported` label of speech. */
   unit?: PriceConfig['unit']
+  /**
+   * The gateway asked a chat-completions stream for its usage chunk on the client's behalf: the
+   * meter also offers `filter`, which leaves that chunk out as it meters (one walk for both).
+   */
+  dropUsageEvents?: boolean
 }
 
 /** Sees the upstream's response bytes as they pass and tells the usage at the end. */
@@ -31,6 +37,12 @@ export interface Meter {
   onChunk (chunk: Buffer): void
   /** The usage; never throws, and returns the same answer when called again. */
   finish (): Usage
+  /**
+   * With `dropUsageEvents`, where the meter can: used instead of onChunk, it meters each chunk
+   * and answers the bytes to pass on, without the usage-only event (usage-chunk-filter.ts's
+   * rules). end() answers what the stream's end still releases. Never throws.
+   */
+  readonly filter?: ChunkFilter | undefined
   /** The upstream job id of a job-creating answer or a job poll, once finish() has run. */
   readonly jobId?: string | undefined
   /** A job poll's `status` (`completed`, `failed`, …), once finish() has run. */

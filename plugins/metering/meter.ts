@@ -5,6 +5,7 @@ import { createSpeechMeter, createTranscriptionMeter } from './audio-meters.js'
 import { createImageMeter } from './image-meter.js'
 import { createJobMeter, createJobPollMeter } from './job-meter.js'
 import type { Meter, MeterInput } from './meter-types.js'
+import type { ChunkFilter } from './usage-chunk-filter.js'
 import { requestChars } from './request-text.js'
 import { tokenDialect } from './token-dialects.js'
 import { createTokenMeter } from './token-meter.js'
@@ -62,7 +63,36 @@ export function createMeter (input: MeterInput): Meter {
     inner = undefined
   }
   let result: Usage | undefined
+  const innerFilter = inner?.filter
+  // Filtering goes on whatever happens to the metering: the client's stream must not break.
+  // After a failure the stream passes through as it comes (and the usage is an estimate).
+  let filterOk = true
+  const filter: ChunkFilter | undefined = innerFilter && {
+    push: (chunk: Buffer): Buffer[] => {
+      if (filterOk) {
+        try {
+          return innerFilter.push(chunk)
+        } catch {
+          filterOk = false
+          inner = undefined
+        }
+      }
+      return [chunk]
+    },
+    end: (): Buffer[] => {
+      if (filterOk) {
+        try {
+          return innerFilter.end()
+        } catch {
+          filterOk = false
+          inner = undefined
+        }
+      }
+      return []
+    }
+  }
   return {
+    ...(filter ? { filter } : {}),
     onChunk: (chunk: Buffer): void => {
       if (!inner || result) return
       try {

@@ -5,6 +5,7 @@ import { codePoints, requestChars } from './request-text.js'
 import { createSseParser, type SseEvent, type SseParser } from './sse.js'
 import { createSseTap, type SseTap } from './sse-tap.js'
 import type { StreamState, TokenDialect } from './token-dialects.js'
+import { createUsageEventFilter, isUsageOnlyEvent, USAGE_EVENT_MAX_BYTES, type ChunkFilter } from './usage-chunk-filter.js'
 import { tokensFromChars, tokenUsage, type RawUsage, type Usage } from './usage.js'
 
 /**
@@ -56,6 +57,11 @@ function capturedOf (value: unknown, capture: ReadonlySet<string>): Map<string, 
  * Meters a token-billed text answer, JSON or SSE, in the given dialect; the body's first byte
  * says which. Missing or rejected counts fall back to the request's text (input) and the
  * generated text seen (output).
+ *
+ * With `input.dropUsageEvents` it also offers `filter`: the fast tap then filters as it meters
+ * (sse-tap's drop), so a chat stream is walked once for both. Its events are then held, and
+ * parsed, up to USAGE_EVENT_MAX_BYTES only: a bigger event is passed on as it comes and its
+ * text counted, as the filter alone would pass it.
  */
 export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Meter {
   const state: StreamState = { usage: undefined, textChars: 0 }
@@ -63,6 +69,9 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
     const data = eventJson(e.data)
     if (data) dialect.event(e.event, data, state)
   }
+  const filtering = input.dropUsageEvents === true
+  // A failure while reading an event must not break the walk that passes the stream on.
+  let failure: unknown = null
   let mode: 'unknown' | 'json' | 'sse' = 'unknown'
   // JSON: the chunks while the answer is small, then the scanner.
   let held: Buffer[] = []
@@ -92,12 +101,17 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
         tap = createSseTap({
           textKeys: fast.textKeys,
           parseKeys: fast.parseKeys,
-          maxEventBytes: MAX_EVENT_BYTES,
+          maxEventBytes: filtering ? USAGE_EVENT_MAX_BYTES : MAX_EVENT_BYTES,
           onParse: (raw) => {
-            const p = createSseParser(readEvent)
-            p.push(raw)
-            p.end()
-          }
+            try {
+              const p = createSseParser(readEvent)
+              p.push(raw)
+              p.end()
+            } catch (err) {
+              failure ??= err
+            }
+          },
+          ...(filtering ? { drop: isUsageOnlyEvent } : {})
         })
       } else {
         parser = createSseParser(readEvent)
@@ -120,6 +134,64 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
     return { usage: dialect.json(parseCaptured(scan.captured)), textChars: scan.textChars }
   }
 
+  /** Meters a chunk once the mode is known. */
+  const meterChunk = (chunk: Buffer): void => {
+    if (mode === 'json') {
+      if (scanner !== null) {
+        scanner.push(chunk)
+        return
+      }
+      held.push(chunk)
+      heldBytes += chunk.length
+      if (heldBytes > WHOLE_JSON_MAX_BYTES) scanner = toScanner()
+    } else if (tap !== null) {
+      tap.push(chunk)
+    } else {
+      parser?.push(chunk)
+    }
+  }
+
+  // Streams the fast tap cannot read (JSON, a BOM, a dialect without a tap) are filtered apart.
+  let otherFilter: ChunkFilter | null = null
+  // Whitespace before the first byte that tells the stream's form is held until it tells (up
+  // to USAGE_EVENT_MAX_BYTES), so the filter then sees the stream whole, as it does alone.
+  let leading: Buffer[] = []
+  let leadingBytes = 0
+  const filter: ChunkFilter = {
+    push: (chunk) => {
+      if (mode === 'unknown') {
+        const rest = start(chunk)
+        if (rest === null) {
+          leading.push(chunk)
+          leadingBytes += chunk.length
+          if (leadingBytes <= USAGE_EVENT_MAX_BYTES) return []
+          const out = leading
+          leading = []
+          return out
+        }
+        if (tap === null) meterChunk(rest)
+      } else if (tap === null) {
+        meterChunk(chunk)
+      }
+      const pieces = leading.length === 0 ? [chunk] : [...leading, chunk]
+      leading = []
+      // The tap meters as it filters; it sees the whole stream, leading whitespace too (SSE
+      // reads it as a blank line or a field it ignores), as the filter alone does.
+      if (tap !== null) return pieces.length === 1 ? tap.push(chunk) : pieces.flatMap((p) => tap?.push(p) ?? [])
+      if (mode === 'json') return pieces
+      const other = otherFilter ??= createUsageEventFilter()
+      return pieces.flatMap((p) => other.push(p))
+    },
+    end: () => {
+      if (leading.length > 0) {
+        const out = leading
+        leading = []
+        return out
+      }
+      return tap !== null ? tap.end() : otherFilter?.end() ?? []
+    }
+  }
+
   return {
     onChunk: (chunk) => {
       if (mode === 'unknown') {
@@ -127,21 +199,11 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
         if (rest === null) return
         chunk = rest
       }
-      if (mode === 'json') {
-        if (scanner !== null) {
-          scanner.push(chunk)
-          return
-        }
-        held.push(chunk)
-        heldBytes += chunk.length
-        if (heldBytes > WHOLE_JSON_MAX_BYTES) scanner = toScanner()
-      } else if (tap !== null) {
-        tap.push(chunk)
-      } else {
-        parser?.push(chunk)
-      }
+      meterChunk(chunk)
     },
+    ...(filtering ? { filter } : {}),
     finish: (): Usage => {
+      if (failure !== null) throw failure
       const inputTokens = tokensFromChars(requestChars(input.request))
       if (mode === 'json') {
         const out = outputJson()

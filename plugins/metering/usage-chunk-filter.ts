@@ -14,7 +14,7 @@ const CR = 0x0d
 const USAGE_KEY = Buffer.from('"usage"')
 const CHOICES_KEY = Buffer.from('"choices"')
 /** A usage chunk is a few hundred bytes; an event bigger than this is never held. */
-const MAX_HELD_BYTES = 64 * 1024
+export const USAGE_EVENT_MAX_BYTES = 64 * 1024
 
 /** `"choices"` followed by an empty array, whatever the spacing. */
 function hasEmptyChoices (raw: Buffer): boolean {
@@ -51,7 +51,7 @@ export interface ChunkFilter {
 
 export function createUsageEventFilter (): ChunkFilter {
   // Only an event whose `usage` holds an object is a candidate; isUsageOnlyEvent decides.
-  const tap = createSseTap({ textKeys: [], parseKeys: ['usage'], maxEventBytes: MAX_HELD_BYTES, drop: isUsageOnlyEvent })
+  const tap = createSseTap({ textKeys: [], parseKeys: ['usage'], maxEventBytes: USAGE_EVENT_MAX_BYTES, drop: isUsageOnlyEvent })
   return { push: (chunk) => tap.push(chunk), end: () => tap.end() }
 }
 

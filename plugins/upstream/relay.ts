@@ -42,7 +42,10 @@ export interface RelayOptions {
   abortUpstream: () => void
   /** Sees every upstream chunk, also after the client left (metering). */
   onChunk?: (chunk: Buffer) => void
-  /** Drops the usage chunk the client did not ask for. */
+  /**
+   * Drops the usage chunk the client did not ask for. Also pushed every chunk after the client
+   * left (its answer then unused): a meter that filters as it reads needs them all.
+   */
   filter?: RelayFilter
   /** The `event: error` frame to end a broken SSE stream with. */
   errorFrame: () => string
@@ -119,14 +122,16 @@ export function relay (o: RelayOptions): void {
   const heldBack: Buffer[] | null = o.beforeEnd ? [] : null
   body.on('data', (chunk: Buffer) => {
     onChunk?.(chunk)
+    const pieces = filter ? filter.push(chunk) : null
     if (clientGone) return
     if (heldBack) {
-      heldBack.push(chunk)
+      if (pieces) heldBack.push(...pieces)
+      else heldBack.push(chunk)
       return
     }
     let room = true
-    if (filter) {
-      for (const piece of filter.push(chunk)) room = write(piece)
+    if (pieces) {
+      for (const piece of pieces) room = write(piece)
     } else {
       room = write(chunk)
     }
