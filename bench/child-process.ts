@@ -1,17 +1,49 @@
-// Parent side of the bench protocol: fork a child under tsx, wait for its URL, sample its memory.
-import { fork, type ChildProcess } from 'node:child_process'
+// Parent side of the bench protocol: fork a child, wait for its URL, sample its memory.
+// Children run compiled by tsc, as `npm start` runs the gateway (compileChildren), or from
+// source under tsx.
+import { execFileSync, fork, type ChildProcess } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isFromChild, type ChildReport, type FromChild, type MemorySample, type ToChild } from './ipc.js'
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url))
 
+/** Output of tsconfig.bench.json: the children, the plugins and the test fixtures they import. */
+export const BUILD_DIR = join(REPO_ROOT, '.bench-build')
+
+let compiled = false
+
+/**
+ * Compiles the children with tsc (tsconfig.bench.json, into BUILD_DIR, afresh) and runs every
+ * child forked from now on from there with plain node, as production runs dist/. Without it
+ * children run from source under tsx, whose esbuild output wraps every function in a `__name`
+ * call, each time a closure is created: work production does not do.
+ */
+export function compileChildren (): void {
+  rmSync(BUILD_DIR, { recursive: true, force: true })
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  execFileSync(process.execPath, [tsc, '-p', join(REPO_ROOT, 'tsconfig.bench.json')], { cwd: REPO_ROOT, stdio: 'inherit' })
+  compiled = true
+}
+
+/** The entry, node flags and environment a child runs with. */
+function childRuntime (entry: URL): { file: string, execArgv: string[], env: Record<string, string> } {
+  const source = fileURLToPath(entry)
+  if (!compiled) return { file: source, execArgv: ['--import', 'tsx'], env: {} }
+  // Compiled modules sit one directory deeper: the repository's config is named for them.
+  const config = process.env.BENCH_GATEWAY_CONFIG ?? join(REPO_ROOT, 'gateway.yaml')
+  return { file: join(BUILD_DIR, relative(REPO_ROOT, source)).replace(/\.ts$/, '.js'), execArgv: [], env: { BENCH_GATEWAY_CONFIG: config } }
+}
+
 export interface ForkOptions {
   /** Label in messages. */
   name: string
-  /** Module under bench/children/ (or anywhere) run with `--import tsx`. */
+  /** Source module under bench/children/ (see compileChildren for how it runs). */
   entry: URL
   env: Readonly<Record<string, string>>
-  /** Node flags added after `--import tsx --expose-gc` (e.g. --cpu-prof). */
+  /** Node flags added after `--expose-gc` (e.g. --cpu-prof). */
   execArgv?: readonly string[]
   startTimeoutMs?: number
 }
@@ -33,10 +65,11 @@ export interface BenchChild {
 }
 
 export async function forkChild (opts: ForkOptions): Promise<BenchChild> {
-  const child: ChildProcess = fork(fileURLToPath(opts.entry), [], {
+  const runtime = childRuntime(opts.entry)
+  const child: ChildProcess = fork(runtime.file, [], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...opts.env },
-    execArgv: ['--import', 'tsx', '--expose-gc', ...(opts.execArgv ?? [])],
+    env: { ...process.env, ...runtime.env, ...opts.env },
+    execArgv: [...runtime.execArgv, '--expose-gc', ...(opts.execArgv ?? [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc']
   })
   const pid = child.pid

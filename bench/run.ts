@@ -1,4 +1,4 @@
-// npm run bench [-- --quick | --profile]
+// npm run bench [-- --quick | --profile] [--tsx]
 //
 // Process layout: the mock upstream, the bare proxy and each gateway target run in their own
 // child process; autocannon and the memory test's client run here. Targets are measured
@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { REPO_ROOT, type BenchChild } from './child-process.js'
+import { compileChildren, REPO_ROOT, type BenchChild } from './child-process.js'
 import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
@@ -18,18 +18,20 @@ import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequest
 import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget } from './targets.js'
 
-const USAGE = 'usage: npm run bench [-- --quick | --profile]'
+const USAGE = 'usage: npm run bench [-- --quick | --profile] [--tsx]'
 const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results')
 
 const args = process.argv.slice(2)
 for (const a of args) {
-  if (a !== '--quick' && a !== '--profile') {
+  if (a !== '--quick' && a !== '--profile' && a !== '--tsx') {
     process.stderr.write(`unknown option ${a}\n${USAGE}\n`)
     process.exit(2)
   }
 }
 const quick = args.includes('--quick')
 const profile = args.includes('--profile')
+/** Children from source under tsx instead of compiled by tsc (see compileChildren). */
+const tsx = args.includes('--tsx')
 const timing = quick ? LOAD.quick : LOAD.full
 const memoryTiming = quick ? MEMORY.quick : MEMORY.full
 
@@ -195,13 +197,15 @@ async function profilePhase (env: Record<string, string>): Promise<void> {
 
 async function main (): Promise<number> {
   const nofile = openFileLimit()
-  log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
+  log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}${tsx ? ' --tsx' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
   if (!profile) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${timing.repetitions} alternating run(s) per target (median)`)
   // Each child holds up to 2 sockets per stream in the memory test.
   if (!profile && nofile < MEMORY.streams * 2 + 256) {
     process.stderr.write(`ulimit -n ${nofile} is too low for ${MEMORY.streams} streams; run \`ulimit -n 65536\` first\n`)
     return 1
   }
+  if (!tsx) compileChildren()
+  log(`children: ${tsx ? 'from source under tsx' : 'compiled by tsc (tsconfig.bench.json), plain node'}`)
   const mock = await startMock()
   const env = { BENCH_UPSTREAM_URL: mock.url }
   log(`  mock upstream: pid ${mock.pid} ${mock.url}`)
@@ -248,6 +252,7 @@ async function main (): Promise<number> {
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
     quick,
+    children: tsx ? 'tsx' : 'compiled',
     node: process.version,
     cores: cpus().length,
     openFileLimit: nofile,
