@@ -65,8 +65,13 @@ function capturedOf (value: unknown, capture: ReadonlySet<string>): Map<string, 
  */
 export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Meter {
   const state: StreamState = { usage: undefined, textChars: 0 }
+  // The event last handed to the tap's onParse and the JSON of its data: the filter's drop,
+  // which the tap asks next about the same bytes, decides on that parse.
+  let parsedRaw: Buffer | null = null
+  let parsedJson: Record<string, unknown> | undefined
   const readEvent = (e: SseEvent): void => {
     const data = eventJson(e.data)
+    parsedJson = data
     if (data) dialect.event(e.event, data, state)
   }
   const filtering = input.dropUsageEvents === true
@@ -103,6 +108,8 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
           parseKeys: fast.parseKeys,
           maxEventBytes: filtering ? USAGE_EVENT_MAX_BYTES : MAX_EVENT_BYTES,
           onParse: (raw) => {
+            parsedRaw = raw
+            parsedJson = undefined
             try {
               const p = createSseParser(readEvent)
               p.push(raw)
@@ -111,7 +118,7 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
               failure ??= err
             }
           },
-          ...(filtering ? { drop: isUsageOnlyEvent } : {})
+          ...(filtering ? { drop: (raw: Buffer) => isUsageOnlyEvent(raw, raw === parsedRaw ? { json: parsedJson } : undefined) } : {})
         })
       } else {
         parser = createSseParser(readEvent)

@@ -30,16 +30,24 @@ function hasEmptyChoices (raw: Buffer): boolean {
   return false
 }
 
-/** Whether the raw bytes of one SSE event are the usage-only chat-completions chunk. */
-export function isUsageOnlyEvent (raw: Buffer): boolean {
+/**
+ * Whether the raw bytes of one SSE event are the usage-only chat-completions chunk. `parsed`
+ * is the JSON of the event's (last) data when the caller has already read it (the meter has).
+ */
+export function isUsageOnlyEvent (raw: Buffer, parsed?: { json: Record<string, unknown> | undefined }): boolean {
   // Every chunk of a stream that asked for usage carries `"usage": null`: only an event with
   // an empty `choices` array is worth parsing.
   if (raw.indexOf(USAGE_KEY) === -1 || !hasEmptyChoices(raw)) return false
-  let data: string | undefined
-  const parser = createSseParser((e) => { data = e.data })
-  parser.push(raw)
-  parser.end()
-  const json = data === undefined ? undefined : eventJson(data)
+  let json: Record<string, unknown> | undefined
+  if (parsed) {
+    json = parsed.json
+  } else {
+    let data: string | undefined
+    const parser = createSseParser((e) => { data = e.data })
+    parser.push(raw)
+    parser.end()
+    json = data === undefined ? undefined : eventJson(data)
+  }
   return json !== undefined && Array.isArray(json.choices) && json.choices.length === 0 && isRecord(json.usage)
 }
 
