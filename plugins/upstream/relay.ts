@@ -145,7 +145,12 @@ export function relay (o: RelayOptions): void {
       finish('client_disconnected')
       return
     }
-    if (filter) for (const piece of filter.end()) write(piece)
+    // What the filter still releases is the stream's last bytes: after anything held back.
+    if (filter) {
+      const last = filter.end()
+      if (heldBack) heldBack.push(...last)
+      else for (const piece of last) write(piece)
+    }
     const end = (): void => {
       if (heldBack) for (const piece of heldBack) write(piece)
       corked = false

@@ -1,0 +1,99 @@
+// The relay on its own, over a real HTTP server: how a filter's output and an answer held back
+// until `beforeEnd` come together.
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
+import t from 'tap'
+import { relay, type RelayEnd, type RelayFilter } from '../plugins/upstream/relay.js'
+
+/** Keeps the last byte of what it has seen until the next chunk or the end (as an SSE filter holds an event). */
+function holdingLastByte (): RelayFilter & { pushed: number } {
+  let held: Buffer | null = null
+  const f = {
+    pushed: 0,
+    push (chunk: Buffer): Buffer[] {
+      f.pushed++
+      const out = held ? [held] : []
+      if (chunk.length > 1) out.push(chunk.subarray(0, chunk.length - 1))
+      held = chunk.subarray(chunk.length - 1)
+      return out
+    },
+    end (): Buffer[] {
+      const out = held ? [held] : []
+      held = null
+      return out
+    }
+  }
+  return f
+}
+
+async function serve (handler: (res: import('node:http').ServerResponse) => void): Promise<{ url: string, server: Server }> {
+  const server = createServer((_req, res) => handler(res))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server }
+}
+
+t.test('an answer held back for beforeEnd keeps its order, the filter\'s last bytes included', async (t) => {
+  const chunks = ['{"id":"job_1",', '"status":"queued"', '}']
+  const ends: RelayEnd[] = []
+  let settledBeforeEnd = false
+  const { url, server } = await serve((res) => {
+    relay({
+      res,
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: Readable.from(chunks.map((c) => Buffer.from(c))),
+      sse: false,
+      drainTimeoutMs: 1000,
+      abortUpstream: () => {},
+      filter: holdingLastByte(),
+      errorFrame: () => '',
+      beforeEnd: async () => { settledBeforeEnd = true },
+      onEnd: (end) => { ends.push(end) }
+    })
+  })
+  t.teardown(() => { server.close() })
+  const res = await fetch(url)
+  t.equal(await res.text(), chunks.join(''), 'every byte, in order')
+  t.ok(settledBeforeEnd, 'beforeEnd ran before the answer ended')
+  t.same(ends, ['completed'])
+})
+
+t.test('the filter sees every chunk, also after the client left', async (t) => {
+  const filter = holdingLastByte()
+  let release: () => void = () => {}
+  const gate = new Promise<void>((resolve) => { release = resolve })
+  const ended = new Promise<RelayEnd>((resolve) => {
+    void serve((res) => {
+      async function * upstream (): AsyncGenerator<Buffer> {
+        yield Buffer.from('data: one\n\n')
+        await gate // the client leaves here
+        yield Buffer.from('data: two\n\n')
+        yield Buffer.from('data: three\n\n')
+      }
+      relay({
+        res,
+        status: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        body: Readable.from(upstream()),
+        sse: true,
+        drainTimeoutMs: 5000,
+        abortUpstream: () => {},
+        filter,
+        errorFrame: () => '',
+        onEnd: (end) => { resolve(end) }
+      })
+    }).then(({ url, server }) => {
+      t.teardown(() => { server.close() })
+      const controller = new AbortController()
+      fetch(url, { signal: controller.signal }).then(async (res) => {
+        const reader = res.body?.getReader()
+        await reader?.read() // the first bytes arrived
+        controller.abort()
+        setTimeout(release, 100)
+      }, () => {})
+    })
+  })
+  t.equal(await ended, 'client_disconnected')
+  t.equal(filter.pushed, 3, 'all three chunks went through the filter')
+})
