@@ -184,7 +184,8 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
       leading = []
       // The tap meters as it filters; it sees the whole stream, leading whitespace too (SSE
       // reads it as a blank line or a field it ignores), as the filter alone does.
-      if (tap !== null) return pieces.length === 1 ? tap.push(chunk) : pieces.flatMap((p) => tap?.push(p) ?? [])
+      const t: SseTap | null = tap
+      if (t !== null) return pieces.length === 1 ? t.push(chunk) : pieces.flatMap((p) => t.push(p))
       if (mode === 'json') return pieces
       const other = otherFilter ??= createUsageEventFilter()
       return pieces.flatMap((p) => other.push(p))
