@@ -76,6 +76,7 @@ export const AUTH_GOAL = 0.9
 const rowsFor = (workload: Workload): Scenario[] => [
   { workload, target: 'gateway-core' },
   { workload, target: 'gateway-auth' },
+  { workload, target: 'gateway-nostore' },
   { workload, target: 'gateway', goal: BILLING_GOAL },
   { workload, target: 'gateway-pg' }
 ]
@@ -85,12 +86,14 @@ export const SCENARIOS: readonly Scenario[] = [...rowsFor(WORKLOADS.chat), ...ro
 export const COMPARISONS: readonly Comparison[] = [
   { label: 'auth cost', target: 'gateway-auth', over: 'gateway-core', goal: AUTH_GOAL },
   { label: 'billing cost', target: 'gateway', over: 'gateway-auth' },
+  { label: 'billing logic, no storage', target: 'gateway-nostore', over: 'gateway-auth' },
+  { label: 'storage writes', target: 'gateway', over: 'gateway-nostore' },
   { label: 'billing cost, PostgreSQL', target: 'gateway-pg', over: 'gateway-auth' }
 ]
 
 /**
  * Load settings. 50 connections: enough to saturate one core of the target without queueing in
- * the mock. Full: 2 workloads × 5 targets × 2 runs × 10 s ≈ 3.5 min of load, about 4.5 min in
+ * the mock. Full: 2 workloads × 6 targets × 2 runs × 10 s = 4 min of load, about 4.5 min in
  * all with the memory test; quick: one run of each, about 1 min.
  */
 export const LOAD = {

@@ -77,6 +77,14 @@ export const gatewayTarget = childTarget(
   true
 )
 
+export const gatewayNoStoreTarget = childTarget(
+  'gateway-nostore',
+  'gateway with holds, settles and request log rows kept in memory: a bound on what billing costs without storage writes, not a mode of the gateway',
+  new URL('./children/gateway.ts', import.meta.url),
+  { ...EMBEDDED, BENCH_STORE_WRITES: 'off' },
+  true
+)
+
 export const gatewayPgTarget = childTarget(
   'gateway-pg',
   `buildServer as gateway, on PostgreSQL (${BENCH_PG_URL.replace(/\/\/[^@/]*@/, '//')}, fresh schema)`,
@@ -87,7 +95,7 @@ export const gatewayPgTarget = childTarget(
 
 /** Every target a scenario or the memory test may name. */
 export const TARGETS: ReadonlyMap<string, Target> = new Map(
-  [bareProxyTarget, gatewayCoreTarget, gatewayAuthTarget, gatewayTarget, gatewayPgTarget].map((t) => [t.name, t])
+  [bareProxyTarget, gatewayCoreTarget, gatewayAuthTarget, gatewayNoStoreTarget, gatewayTarget, gatewayPgTarget].map((t) => [t.name, t])
 )
 
 export function targetNamed (name: string): Target {

@@ -1,7 +1,8 @@
 // Child: the real gateway (buildServer, logger off) with every provider pointed at the upstream:
 // auth + model access + wallet hold stages, settlement and request log on finish, on embedded
 // SQLite or, with BENCH_DATABASE_URL, PostgreSQL (see seed.ts).
-// BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml).
+// BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml);
+// BENCH_STORE_WRITES=off keeps holds, settles and log rows in memory (the gateway-nostore bound).
 import { loadConfig } from '../../plugins/config/index.js'
 import { buildServer } from '../../plugins/gateway/server.js'
 import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
@@ -14,7 +15,7 @@ await runChild(async () => {
   const upstream = requiredEnv('BENCH_UPSTREAM_URL')
   // The process environment wins, so a target can point one provider elsewhere.
   const { config } = loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env })
-  const bench = await openBenchServices(config)
+  const bench = await openBenchServices(config, { storeWrites: process.env.BENCH_STORE_WRITES !== 'off' })
   const served = new ServedCounter()
   const app = await buildServer({ config, services: bench.services, logger: false, onFinish: served.onFinish })
   app.addHook('onClose', async () => { await bench.services.close() })

@@ -9,7 +9,9 @@ import type { GatewayConfig } from '../../plugins/config/types.js'
 import { openServices, type GatewayServices } from '../../plugins/gateway/services.js'
 import { parseMoney } from '../../plugins/pricing/money.js'
 import { dropSchema, randomSchemaName, TEST_SECRET } from '../../plugins/store/testing.js'
+import { RequestLogWriter } from '../../plugins/store/request-log/writer.js'
 import type { BillingCounts } from '../ipc.js'
+import { countingRequestLog, MemoryHotLedger } from './memory-ledger.js'
 
 /**
  * A legacy-format key, imported hash-only: the lookup path is the same HMAC + cache as for sk-
@@ -27,9 +29,38 @@ export interface BenchServices {
   accountId: string
   /** Where the store lives: the SQLite directory or the PostgreSQL schema. */
   location: string
+  /** Set when the hot path's storage writes are off (the gateway-nostore bound): its ledger. */
+  memory?: MemoryHotLedger
 }
 
-export async function openBenchServices (config: GatewayConfig): Promise<BenchServices> {
+/**
+ * The same services with holds, settles and request log inserts kept in memory (see
+ * memory-ledger.ts); everything else, and close, as before.
+ */
+function withoutHotWrites (services: GatewayServices): { services: GatewayServices, memory: MemoryHotLedger } {
+  const memory = new MemoryHotLedger(services.store.ledger)
+  const requestLog = new RequestLogWriter(countingRequestLog(services.store.requestLog), {
+    onError: (err, rows) => process.emitWarning(`request log: ${err.message} (${rows.length} rows)`)
+  })
+  return {
+    memory,
+    services: {
+      ...services,
+      store: { ...services.store, ledger: memory },
+      requestLog,
+      async close () {
+        try {
+          await requestLog.close()
+        } finally {
+          await services.close()
+        }
+      }
+    }
+  }
+}
+
+/** `storeWrites: false` keeps holds, settles and request log rows in memory (gateway-nostore). */
+export async function openBenchServices (config: GatewayConfig, { storeWrites = true }: { storeWrites?: boolean } = {}): Promise<BenchServices> {
   const databaseUrl = process.env.BENCH_DATABASE_URL
   const schema = databaseUrl ? randomSchemaName() : undefined
   const dataDir = databaseUrl ? undefined : mkdtempSync(join(tmpdir(), 'gw-bench-'))
@@ -61,15 +92,19 @@ export async function openBenchServices (config: GatewayConfig): Promise<BenchSe
     if (!imported.ok) throw new Error(`bench key: ${imported.error}`)
     await services.store.ledger.credit({ accountId: account.id, amount: SEED_BALANCE, kind: 'topup', postingId: 'bench-seed' })
     await services.store.accounts.markToppedUp(account.id)
-    return { services, accountId: account.id, location: dataDir ?? `${databaseUrl} schema ${schema}` }
+    const location = dataDir ?? `${databaseUrl} schema ${schema}`
+    if (storeWrites) return { services, accountId: account.id, location }
+    return { ...withoutHotWrites(services), accountId: account.id, location }
   } catch (err) {
     await services.close()
     throw err
   }
 }
 
-/** Charge entries, open holds and the wallet decrease of the bench account, read from the store. */
+/** Charge entries, open holds and the wallet decrease of the bench account, read from the store (or the memory ledger). */
 export async function billingCounts (bench: BenchServices): Promise<BillingCounts> {
+  const { memory } = bench
+  if (memory) return { charges: memory.charges, openHolds: memory.openCount(), spentNanos: memory.spent.toString() }
   const { store } = bench.services
   const charges = "SELECT count(*) AS n FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'"
   const open = "SELECT count(*) AS n FROM holds WHERE account_id = $1 AND status = 'open'"

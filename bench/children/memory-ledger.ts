@@ -1,0 +1,93 @@
+// For the gateway-nostore bound (targets.ts): the hot path's storage writes taken out, nothing
+// else. Holds, settles and releases are decided in memory by the same rule as the ledger
+// (balance − held − amount ≥ floor; post min(amount, hold) and release the rest), and the
+// request log writer's rows are validated and queued as usual, then counted instead of
+// inserted. Every other store call goes to the real store. A measuring device, not a mode of
+// the gateway: a crash would lose every charge it made.
+import { UnknownHoldError } from '../../plugins/store/ledger/ledger-input.js'
+import type { LedgerStore, SettleResult } from '../../plugins/store/ledger/types.js'
+import type { RequestLogStore } from '../../plugins/store/request-log/types.js'
+
+/** An open hold; a closed one is forgotten (the gateway never closes a hold twice). */
+interface MemoryHold { accountId: string, amount: bigint, requestId: string, expiresAt: Date }
+
+export class MemoryHotLedger implements LedgerStore {
+  /** Charges posted (settles that posted more than 0) and their sum. */
+  charges = 0
+  spent = 0n
+  private readonly holds = new Map<string, MemoryHold>()
+  private readonly balances = new Map<string, { balance: bigint, held: bigint }>()
+  private next = 0
+
+  constructor (private readonly real: LedgerStore) {}
+
+  /** Holds not closed yet. */
+  openCount (): number {
+    return this.holds.size
+  }
+
+  private async walletOf (accountId: string): Promise<{ balance: bigint, held: bigint }> {
+    let w = this.balances.get(accountId)
+    if (!w) {
+      const real = await this.real.wallet(accountId)
+      w = this.balances.get(accountId) ?? { balance: real.balance, held: real.held }
+      this.balances.set(accountId, w)
+    }
+    return w
+  }
+
+  async hold (input: Parameters<LedgerStore['hold']>[0]): ReturnType<LedgerStore['hold']> {
+    const w = await this.walletOf(input.accountId)
+    if (w.balance - w.held - input.amount < input.floor) return { ok: false, error: 'insufficient_funds' }
+    w.held += input.amount
+    const holdId = `hold_mem${++this.next}`
+    const expiresAt = new Date(Date.now() + input.ttlMs)
+    this.holds.set(holdId, { accountId: input.accountId, amount: input.amount, requestId: input.requestId, expiresAt })
+    return { ok: true, holdId, expiresAt }
+  }
+
+  private close (holdId: string, amount: bigint | null): SettleResult {
+    const h = this.holds.get(holdId)
+    if (!h) throw new UnknownHoldError(holdId)
+    this.holds.delete(holdId)
+    const posted = amount === null ? 0n : amount < h.amount ? amount : h.amount
+    const w = this.balances.get(h.accountId)
+    if (!w) throw new Error(`wallet of ${holdId} vanished`)
+    w.held -= h.amount
+    w.balance -= posted
+    if (posted > 0n) {
+      this.charges++
+      this.spent += posted
+    }
+    return { posted, released: h.amount - posted, capped: amount !== null && amount > h.amount, duplicate: false }
+  }
+
+  async settle (input: Parameters<LedgerStore['settle']>[0]): Promise<SettleResult> {
+    return this.close(input.holdId, input.amount)
+  }
+
+  async release (holdId: string): ReturnType<LedgerStore['release']> {
+    const { released, duplicate } = this.close(holdId, null)
+    return { released, duplicate }
+  }
+
+  credit (input: Parameters<LedgerStore['credit']>[0]): ReturnType<LedgerStore['credit']> { return this.real.credit(input) }
+  reapExpired (): Promise<number> { return this.real.reapExpired() }
+  wallet (accountId: string): ReturnType<LedgerStore['wallet']> { return this.real.wallet(accountId) }
+  entries (accountId: string, opts: Parameters<LedgerStore['entries']>[1]): ReturnType<LedgerStore['entries']> { return this.real.entries(accountId, opts) }
+  async openHolds (accountId: string): ReturnType<LedgerStore['openHolds']> {
+    const open = [...this.holds].filter(([, h]) => h.accountId === accountId)
+    return open.map(([id, h]) => ({ id, amount: h.amount, expiresAt: h.expiresAt, requestId: h.requestId }))
+  }
+}
+
+/** The real request log store, but insertMany only counts the rows it is given. */
+export function countingRequestLog (real: RequestLogStore): RequestLogStore & { rows (): number } {
+  let rows = 0
+  return {
+    insertMany: async (batch) => { rows += batch.length },
+    list: (q) => real.list(q),
+    get: (id) => real.get(id),
+    rows: () => rows
+  }
+}
