@@ -11,7 +11,7 @@ import { parseMoney } from '../../plugins/pricing/money.js'
 import { dropSchema, randomSchemaName, TEST_SECRET } from '../../plugins/store/testing.js'
 import { RequestLogWriter } from '../../plugins/store/request-log/writer.js'
 import type { BillingCounts } from '../ipc.js'
-import { countingRequestLog, MemoryHotLedger } from './memory-ledger.js'
+import { droppingRequestLog, MemoryHotLedger } from './memory-ledger.js'
 
 /**
  * A legacy-format key, imported hash-only: the lookup path is the same HMAC + cache as for sk-
@@ -39,7 +39,7 @@ export interface BenchServices {
  */
 function withoutHotWrites (services: GatewayServices): { services: GatewayServices, memory: MemoryHotLedger } {
   const memory = new MemoryHotLedger(services.store.ledger)
-  const requestLog = new RequestLogWriter(countingRequestLog(services.store.requestLog), {
+  const requestLog = new RequestLogWriter(droppingRequestLog(services.store.requestLog), {
     onError: (err, rows) => process.emitWarning(`request log: ${err.message} (${rows.length} rows)`)
   })
   return {
