@@ -2,8 +2,8 @@
 // with a funded demo account and key, so a newcomer sees an answer with no provider account.
 import { mkdirSync } from 'node:fs'
 import { loadConfig } from '../plugins/config/index.js'
-import { buildServer } from '../plugins/gateway/server.js'
-import { openServices } from '../plugins/gateway/services.js'
+import { buildServer } from '../plugins/server/server.js'
+import { openServices } from '../plugins/gateway/index.js'
 import { parseMoney } from '../plugins/pricing/money.js'
 import { startMockUpstream } from '../test/fixtures/mock-upstream.js'
 import { mockEnv } from '../test/helpers/gateway.js'

@@ -3,7 +3,7 @@
 // Operator commands mirror the admin API (plugins/admin/cli.ts).
 import { accountsCommand, ACCOUNTS_USAGE, keysCommand, KEYS_USAGE, requestsCommand, REQUESTS_USAGE, walletCommand, WALLET_USAGE } from '../plugins/admin/cli.js'
 import { checkCommand, CHECK_USAGE } from '../plugins/config/check-command.js'
-import { serveCommand, SERVE_USAGE } from '../plugins/gateway/serve-command.js'
+import { serveCommand, SERVE_USAGE } from '../plugins/server/serve-command.js'
 
 type Command = (args: string[]) => Promise<number>
 

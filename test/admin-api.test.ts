@@ -1,13 +1,15 @@
 // Admin HTTP API through fastify.inject, against SQLite and PostgreSQL: the whole account and
 // key lifecycle, every refusal with its code, status, chat envelope and error headers.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { ADMIN_PREFIX, adminRoutes, type AdminRoutesOptions } from '../plugins/admin/index.js'
 import { loadConfig } from '../plugins/config/index.js'
 import { compileCatalogue } from '../plugins/errors/index.js'
-import { modelGateway } from '../plugins/gateway/index.js'
-import { newRequestId } from '../plugins/gateway/server.js'
+import { modelGateway, newRequestId } from '../plugins/gateway/index.js'
 import { type InvalidationMessage, lookupHash } from '../plugins/keys/index.js'
 import type { Store } from '../plugins/store/index.js'
 import { ManualClock, TEST_SECRET, sqliteTestBackend, testBackends } from '../plugins/store/testing.js'
@@ -449,11 +451,13 @@ t.test('beside the gateway: each answers its own paths and unknown ones in its o
   const backend = sqliteTestBackend()
   const store = await backend.open()
   const app = Fastify({ logger: false, genReqId: newRequestId })
-  await app.register(modelGateway, { config })
+  const gatewayDir = mkdtempSync(join(tmpdir(), 'gw-mounted-'))
+  await app.register(modelGateway, { config, env: { dataDir: gatewayDir, secret: TEST_SECRET } })
   await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store, config, token: TOKEN })
   t.teardown(async () => {
     await app.close()
     await backend.cleanup()
+    rmSync(gatewayDir, { recursive: true, force: true })
   })
   const call = caller(app)
   isOk(t, await call('GET', '/models'))

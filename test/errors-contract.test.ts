@@ -6,6 +6,7 @@
 // Fastify's errors table: code thrown in plugins/ ⊆ catalogue, and every catalogue entry is
 // either produced here or named in `notYetReachable` with the reason.
 import { randomBytes } from 'node:crypto'
+import { connect } from 'node:net'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Anthropic } from '@anthropic-ai/sdk'
@@ -14,7 +15,7 @@ import { OpenAI } from 'openai'
 import t from 'tap'
 import { parse } from 'yaml'
 import type { ErrorsConfig } from '../plugins/config/types.js'
-import type { Outcome, Stage } from '../plugins/gateway/index.js'
+import { outcomeObserver, type GatewayPlugin, type Outcome } from '../plugins/gateway/index.js'
 import { ManualClock } from '../plugins/store/testing.js'
 import { replyChunks } from './fixtures/mock-upstream.js'
 import { startTestGateway } from './helpers/gateway.js'
@@ -57,6 +58,7 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   REQUEST_CONTENT_TOO_LARGE: { reference: 'GW-REQUEST-2004', status: 413, retryable: false, strategy: 'NONE' },
   REQUEST_MEDIA_TYPE_UNSUPPORTED: { reference: 'GW-REQUEST-2005', status: 415, retryable: false, strategy: 'NONE' },
   REQUEST_CLIENT_DISCONNECTED: { reference: 'GW-REQUEST-2006', status: 499, retryable: true, strategy: 'BACKOFF' },
+  REQUEST_ABORTED: { reference: 'GW-REQUEST-2009', status: 499, retryable: true, strategy: 'BACKOFF' },
   REQUEST_ROUTE_NOT_FOUND: { reference: 'GW-REQUEST-2007', status: 404, retryable: false, strategy: 'NONE' },
   REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED: { reference: 'GW-REQUEST-2014', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_NOT_FOUND: { reference: 'GW-MODEL-3001', status: 404, retryable: false, strategy: 'NONE' },
@@ -86,7 +88,6 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
  */
 const notYetReachable: Readonly<Record<string, string>> = {
   REQUEST_TIMEOUT: 'no client-wait timeout is enforced; a slow upstream answers PROVIDER_TIMEOUT (provider timeout_ms)',
-  REQUEST_ABORTED: 'a client that leaves is recorded as REQUEST_CLIENT_DISCONNECTED; cancellation before forwarding is not told apart',
   REQUEST_IDEMPOTENCY_IN_PROGRESS: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
   REQUEST_IDEMPOTENCY_CONFLICT: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
   REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
@@ -118,17 +119,19 @@ function envelopeType (code: string, family: 'chat' | 'messages'): string | unde
 }
 
 // A stage contributed the way later plugins will be: it fails like a gateway bug when asked to.
-const explodingStage: Stage = {
+const explodingPlugin: GatewayPlugin = {
   name: 'test-exploding',
-  priority: 50,
-  run (ctx) {
+  resolve (ctx) {
     if (ctx.headers['x-test-explode'] === '1') throw new Error('internal detail: db password hunter2')
   }
 }
-const outcomes: Outcome[] = []
+/** Each request's outcome by its X-Request-ID (settlement runs first, so outcomes can arrive after the next test began). */
+const outcomes = new Map<string, Outcome>()
+/** Requests that passed admission (auth), in arrival order. */
+const admitted: string[] = []
 /** The operators' bearer token: the admin API is mounted at /admin/v1 of the main instance. */
 const ADMIN_TOKEN = 'contract-admin-token-0123456789'
-const gw = await startTestGateway({ server: { stages: [explodingStage], onFinish: (_ctx, outcome) => { outcomes.push(outcome) }, adminToken: ADMIN_TOKEN } })
+const gw = await startTestGateway({ server: { plugins: (d) => [explodingPlugin, ...d, { ...outcomeObserver((ctx, outcome) => { outcomes.set(ctx.requestId, outcome) }), admit: (ctx) => { admitted.push(ctx.requestId) } }], adminToken: ADMIN_TOKEN } })
 t.teardown(() => gw.close())
 t.beforeEach(() => gw.mock.reset())
 
@@ -394,7 +397,7 @@ t.test('REQUEST_INVALID', async (t) => {
     nothingForwarded(t)
   })
   t.test('no body where one is required', async (t) => {
-    await expectError(t, await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST' }), 'chat', 'REQUEST_INVALID')
+    await expectError(t, await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: gw.auth }), 'chat', 'REQUEST_INVALID')
     nothingForwarded(t)
   })
   t.test('malformed multipart body', async (t) => {
@@ -607,16 +610,34 @@ t.test('PROVIDER_STREAM_INTERRUPTED: HTTP 200, the chunks sent, then an event: e
 })
 
 t.test('REQUEST_CLIENT_DISCONNECTED: recorded for a client that left mid-stream, never sent', async (t) => {
-  outcomes.length = 0
   const res = await post(`${gw.url}/v1/chat/completions`, chatBody('openai/gpt-4o', 'a b c', { stream: true }), 'application/json', {
     'x-mock-chunks': '10', 'x-mock-chunk-delay-ms': '50'
   })
   const reader = res.body?.getReader()
   await reader?.read()
   await reader?.cancel()
-  await eventually(() => outcomes.length > 0, 'the request outcome')
-  t.match(outcomes[0], { kind: 'client_disconnected', errorCode: 'REQUEST_CLIENT_DISCONNECTED' })
+  const id = res.headers.get('x-request-id') ?? ''
+  await eventually(() => outcomes.has(id), 'the request outcome')
+  t.match(outcomes.get(id), { kind: 'client_disconnected', errorCode: 'REQUEST_CLIENT_DISCONNECTED' })
   produced.add('REQUEST_CLIENT_DISCONNECTED')
+})
+
+t.test('REQUEST_ABORTED: a client that left while its body was still being sent is recorded, nothing forwarded', async (t) => {
+  const before = admitted.length
+  const socket = connect(Number(new URL(gw.url).port), '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  await new Promise((resolve) => socket.once('connect', resolve))
+  socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"model":"openai/gpt-4o","messages":[`)
+  // Admitted (its key checked) while the rest of the body has not arrived; then the client leaves.
+  await eventually(() => admitted.length > before, 'the admission of the partial upload')
+  const id = admitted[before] ?? ''
+  socket.destroy()
+  await eventually(() => outcomes.has(id), 'the aborted request outcome')
+  t.match(outcomes.get(id), { kind: 'client_disconnected', errorCode: 'REQUEST_ABORTED', httpStatus: 499 })
+  await gw.services.requestLog.flush()
+  t.match(await gw.services.store.requestLog.get(id), { errorCode: 'REQUEST_ABORTED', billingStatus: 'NOT_BILLED' })
+  nothingForwarded(t)
+  produced.add('REQUEST_ABORTED')
 })
 
 t.test('AUTH_API_KEY_REQUIRED: no key header, in the envelope of the entry protocol', async (t) => {

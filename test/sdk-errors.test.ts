@@ -7,12 +7,12 @@ import { Anthropic } from '@anthropic-ai/sdk'
 import { ApiError, GoogleGenAI } from '@google/genai'
 import { OpenAI } from 'openai'
 import t from 'tap'
-import type { Outcome } from '../plugins/gateway/index.js'
+import { outcomeObserver, type Outcome } from '../plugins/gateway/index.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { writeTestConfig } from './helpers/test-config.js'
 
 const outcomes: Outcome[] = []
-const gw = await startTestGateway({ server: { onFinish: (_ctx, outcome) => { outcomes.push(outcome) } } })
+const gw = await startTestGateway({ server: { plugins: (d) => [...d, outcomeObserver((_ctx, outcome) => { outcomes.push(outcome) })] } })
 t.teardown(() => gw.close())
 t.beforeEach(() => {
   gw.mock.reset()

@@ -3,7 +3,7 @@
 // the drain window, but a stream that ends within it is read to the end (its usage is billed);
 // and the upstream connection pool is as large as the provider's `connections` in config.
 import t from 'tap'
-import type { Outcome } from '../plugins/gateway/index.js'
+import { outcomeObserver, type Outcome } from '../plugins/gateway/index.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import { providerOf, writeTestConfig, type RawConfig } from './helpers/test-config.js'
 import { closedPort, eventually } from './helpers/wire.js'
@@ -84,7 +84,7 @@ t.test('client disconnect mid-stream: the upstream is released within the drain 
   const outcomes: Outcome[] = []
   const cfg = writeTestConfig((c) => { c.server.drain_timeout_ms = 300 })
   t.teardown(cfg.remove)
-  const gw = await startTestGateway({ configFile: cfg.file, server: { onFinish: (_ctx, o) => { outcomes.push(o) } } })
+  const gw = await startTestGateway({ configFile: cfg.file, server: { plugins: (d) => [...d, outcomeObserver((_ctx, o) => { outcomes.push(o) })] } })
   t.teardown(() => gw.close())
 
   const controller = new AbortController()
@@ -114,7 +114,7 @@ t.test('client disconnect mid-stream: the upstream is released within the drain 
 
 t.test('client disconnect: a stream that ends within the drain window is read to its end', async (t) => {
   const outcomes: Outcome[] = []
-  const gw = await startTestGateway({ server: { onFinish: (_ctx, o) => { outcomes.push(o) } } })
+  const gw = await startTestGateway({ server: { plugins: (d) => [...d, outcomeObserver((_ctx, o) => { outcomes.push(o) })] } })
   t.teardown(() => gw.close())
   const controller = new AbortController()
   const res = await stream(gw, '/v1/chat/completions', chat('a short answer'), { 'x-mock-chunks': '20', 'x-mock-chunk-delay-ms': '20' }, controller.signal)

@@ -1,14 +1,17 @@
-// Child: the gateway's core chain alone (body checks, model resolution, capabilities,
-// forwarding): Fastify with the same server options as buildServer, `modelGateway` registered
-// with no stages of its own. BENCH_GATEWAY_STAGES=auth adds authStage + modelAccessStage on a
+// Child: the gateway's core plugins alone (body checks, model resolution, capabilities,
+// forwarding): Fastify with the same server options as buildServer, the pipeline host
+// registered with those plugins only. BENCH_GATEWAY_STAGES=auth adds the auth plugin on a
 // real store (embedded SQLite, or PostgreSQL with BENCH_DATABASE_URL) seeded with BENCH_KEY;
-// still no wallet stage and nothing settled or logged on finish.
+// still no wallet plugin and nothing settled or logged on finish.
 // BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml).
 import Fastify, { LogController } from 'fastify'
-import { authStage, modelAccessStage } from '../../plugins/auth/auth-stage.js'
+import { authPlugin } from '../../plugins/auth/index.js'
 import { loadConfig } from '../../plugins/config/index.js'
-import { gatewayFrameworkErrors, modelGateway, type Stage } from '../../plugins/gateway/index.js'
-import { newRequestId } from '../../plugins/gateway/server.js'
+import { gatewayFrameworkErrors, newRequestId, outcomeObserver, type GatewayPlugin } from '../../plugins/gateway/index.js'
+import { compileModels, modelsPlugin } from '../../plugins/models/index.js'
+import { pipelineHost } from '../../plugins/pipeline/host.js'
+import { requestPlugin } from '../../plugins/request/index.js'
+import { upstreamPlugin } from '../../plugins/upstream/index.js'
 import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { runChild } from './child-runtime.js'
@@ -22,7 +25,7 @@ await runChild(async () => {
   const stageSet = process.env.BENCH_GATEWAY_STAGES ?? 'none'
   if (!(STAGE_SETS as readonly string[]).includes(stageSet)) throw new Error(`BENCH_GATEWAY_STAGES=${stageSet}: expected one of ${STAGE_SETS.join(', ')}`)
   const { config } = loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env })
-  // buildServer's Fastify options (plugins/gateway/server.ts), logger off as in the gateway child.
+  // buildServer's Fastify options (plugins/server/server.ts), logger off as in the gateway child.
   const app = Fastify({
     logger: false,
     bodyLimit: config.server.body_limit_bytes,
@@ -33,15 +36,17 @@ await runChild(async () => {
     forceCloseConnections: 'idle'
   })
   let bench: BenchServices | undefined
-  const stages: Stage[] = []
+  const models = compileModels(config)
+  const plugins: GatewayPlugin[] = [requestPlugin(config.server)]
   if (stageSet === 'auth') {
     bench = await openBenchServices(config)
     const { services } = bench
-    stages.push(authStage({ config: config.auth, store: services.store, cache: services.keyCache, clock: services.clock }), modelAccessStage)
+    plugins.push(authPlugin({ config: config.auth, store: services.store, cache: services.keyCache, clock: services.clock }))
     app.addHook('onClose', async () => { await services.close() })
   }
   const served = new ServedCounter()
-  await app.register(modelGateway, { config, stages, onFinish: served.onFinish })
+  plugins.push(modelsPlugin(models), upstreamPlugin({ config, models }), outcomeObserver(served.onFinish))
+  await app.register(pipelineHost, { config, plugins })
   served.watch(app.server)
   await app.listen({ port: 0, host: '127.0.0.1', backlog: BACKLOG })
   return {

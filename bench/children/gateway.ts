@@ -1,10 +1,11 @@
 // Child: the real gateway (buildServer, logger off) with every provider pointed at the upstream:
-// auth + model access + wallet hold stages, settlement and request log on finish, on embedded
+// every plugin of the composition root (auth, models, wallet hold, settlement, request log), on embedded
 // SQLite or, with BENCH_DATABASE_URL, PostgreSQL (see seed.ts).
 // BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml);
 // BENCH_STORE_WRITES=off keeps holds, settles and log rows in memory (the gateway-nostore bound).
 import { loadConfig } from '../../plugins/config/index.js'
-import { buildServer } from '../../plugins/gateway/server.js'
+import { outcomeObserver } from '../../plugins/gateway/index.js'
+import { buildServer } from '../../plugins/server/server.js'
 import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { runChild } from './child-runtime.js'
@@ -17,7 +18,7 @@ await runChild(async () => {
   const { config } = loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env })
   const bench = await openBenchServices(config, { storeWrites: process.env.BENCH_STORE_WRITES !== 'off' })
   const served = new ServedCounter()
-  const app = await buildServer({ config, services: bench.services, logger: false, onFinish: served.onFinish })
+  const app = await buildServer({ config, services: bench.services, logger: false, plugins: (defaults) => [...defaults, outcomeObserver(served.onFinish)] })
   app.addHook('onClose', async () => { await bench.services.close() })
   served.watch(app.server)
   await app.listen({ port: 0, host: '127.0.0.1', backlog: BACKLOG })

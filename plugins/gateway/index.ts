@@ -1,180 +1,97 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+// The composition root: which concerns a request goes through, in order. The host
+// (plugins/pipeline) runs their phases and knows none of them; a new concern is a folder that
+// exports a GatewayPlugin plus one line in `gatewayPlugins` below.
+import type { FastifyInstance } from 'fastify'
+import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
-import { compileCatalogue, gatewayError, renderError, toOccurrence, classify } from '../errors/index.js'
-import { compileModels, type ModelCatalogue } from '../models/catalogue.js'
-import { isParsedBody, registerBodyParsers } from '../request/body.js'
-import { compileRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
-import { compileUpstreams } from '../upstream/providers.js'
-import type { Outcome, RequestContext } from './context.js'
-import { capabilityStage, modelStage, requestStage } from './core-stages.js'
-import { forward, type ForwardDeps } from './forward-stage.js'
-import { buildStageChain, runStages, type Stage } from './stages.js'
+import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
+import type { Outcome, RequestContext } from '../pipeline/context.js'
+import { pipelineHost, type PipelineStats } from '../pipeline/host.js'
+import type { GatewayPlugin } from '../pipeline/plugin.js'
+import { requestPlugin } from '../request/index.js'
+import { requestLogPlugin } from '../request-log/index.js'
+import { upstreamPlugin } from '../upstream/index.js'
+import { walletPlugin } from '../wallet/index.js'
+import { reapExpiredHolds } from '../wallet/reaper.js'
+import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
-export type { Outcome, RequestContext } from './context.js'
-export type { Stage } from './stages.js'
+export type { Outcome, RequestContext, RequestState } from '../pipeline/context.js'
+export type { GatewayPlugin, ForwardControl, PhaseName } from '../pipeline/plugin.js'
+export { gatewayFrameworkErrors, type PipelineStats } from '../pipeline/host.js'
+export { newRequestId } from '../pipeline/request-id.js'
+export { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
 export interface GatewayOptions {
   config: GatewayConfig
-  /** The compiled catalogue, when the caller already compiled it (the server shares it with settlement). */
+  /**
+   * The stores, key cache and request log behind the gateway. Without it the gateway opens
+   * them itself from the environment, as `npm start` does (DATABASE_URL, REDIS_URL,
+   * GATEWAY_DATA_DIR, GATEWAY_SECRET), and closes them when the app closes.
+   */
+  services?: GatewayServices
+  /** Overrides of the environment the services are opened from (when `services` is not given). */
+  env?: ServiceEnv
+  /** The compiled catalogue, when the caller already compiled it. */
   models?: ModelCatalogue
-  /** Stages contributed by other plugins (auth, limits, wallet), merged with the core ones by priority. */
-  stages?: readonly Stage[]
-  /** Settles an accepted job before its answer ends, so an immediate poll finds it. */
-  settleNow?: (ctx: RequestContext, outcome: Outcome) => Promise<void>
-  /** Called once per request with its outcome, after the response ended. */
-  onFinish?: (ctx: RequestContext, outcome: Outcome) => void
   /** Injected randomness for the weighted upstream pick. */
   random?: () => number
-  /** Counts requests between arrival and their finish, so a shutdown can wait for them. */
-  inflight?: { count: number }
-  /** Billing status a broken stream's error frame announces (the wallet's rule); NOT_BILLED without it. */
-  streamBillingStatus?: ForwardDeps['streamBillingStatus']
+  /** Live counts (requests in flight) a standalone server reads to shut down gracefully. */
+  stats?: PipelineStats
+  /** Changes the plugin list (tests add a plugin; the bench measures a subset). */
+  plugins?: (defaults: GatewayPlugin[]) => GatewayPlugin[]
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    gatewayContext: RequestContext | null
-  }
+export interface GatewayParts {
+  config: GatewayConfig
+  services: GatewayServices
+  models: ModelCatalogue
+  random?: () => number
 }
 
-function queryOf (url: string): string {
-  const q = url.indexOf('?')
-  return q === -1 ? '' : url.slice(q)
+/** The concerns of a request, in the order their hooks run in every phase. */
+export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
+  const { config, services, models } = parts
+  const { store, clock } = services
+  return [
+    requestPlugin(config.server),
+    modelsPlugin(models),
+    authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
+    walletPlugin({ ledger: store.ledger, jobs: store.jobs, models, clock, config: config.wallet }),
+    upstreamPlugin({ config, models, ...(parts.random ? { random: parts.random } : {}) }),
+    requestLogPlugin({ writer: services.requestLog, clock })
+  ]
 }
 
-function pathOf (url: string): string {
-  const q = url.indexOf('?')
-  return q === -1 ? url : url.slice(0, q)
-}
-
-/**
- * Fastify's `frameworkErrors` server option, in the gateway's envelopes: Fastify answers some
- * failures before any route, hook or error handler runs (a path that is not valid percent-encoding,
- * an over-long path parameter) and would otherwise send its own body without the error headers.
- * It is a server option, so an app that registers the plugin passes it to `Fastify()` itself.
- */
-export function gatewayFrameworkErrors (config: GatewayConfig): (error: FastifyError, req: FastifyRequest, reply: FastifyReply) => void {
-  const catalogue = compileCatalogue(config.errors, config.server)
-  const routes = compileRoutes(config)
-  return (error, req, reply) => {
-    const rendered = renderError(toOccurrence(error, req.id, catalogue), routes.envelopeForPath(pathOf(req.url)), catalogue)
-    reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
-  }
+/** A plugin whose finish hook reports each request's outcome (tests and the bench observe with it). */
+export function outcomeObserver (onFinish: (ctx: RequestContext, outcome: Outcome) => void): GatewayPlugin {
+  return { name: 'outcome-observer', finish: onFinish }
 }
 
 /**
- * The gateway as a Fastify plugin: one route per declared path, each running the stage chain
- * and then forwarding. Register it on a fresh instance (see server.ts) or inside an existing one.
+ * The whole gateway as a Fastify plugin: every phase, on the same stores and environment as
+ * the standalone server. Register it on a fresh instance (the server does) or inside an
+ * existing app, whose own routes it leaves alone.
  */
 export async function modelGateway (app: FastifyInstance, opts: GatewayOptions): Promise<void> {
   const { config } = opts
-  const catalogue = compileCatalogue(config.errors, config.server)
+  const owned = opts.services === undefined
+  const services = opts.services ?? await openServices({
+    ...serviceEnvFromProcess(),
+    defaultTier: config.limits.default_tier,
+    ...(opts.env ?? {})
+  })
   const models = opts.models ?? compileModels(config)
-  const routes = compileRoutes(config)
-  const upstreams = compileUpstreams(config)
-  const chain = buildStageChain([requestStage, modelStage(models), capabilityStage, ...(opts.stages ?? [])])
-  app.decorateRequest('gatewayContext', null)
-  app.addHook('onClose', async () => { await upstreams.close() })
-
-  const inflight = opts.inflight ?? { count: 0 }
-  const finish = (ctx: RequestContext, outcome: Outcome): void => {
-    inflight.count--
-    opts.onFinish?.(ctx, outcome)
-  }
-
-  const deps: ForwardDeps = {
-    upstreams,
-    models,
-    catalogue,
-    chain,
-    headerFilter: { strip: new Set(config.auth.strip_headers.map((h) => h.toLowerCase())) },
-    drainTimeoutMs: config.server.drain_timeout_ms,
-    random: opts.random ?? Math.random,
-    finish,
-    ...(opts.settleNow ? { settleNow: opts.settleNow } : {}),
-    ...(opts.streamBillingStatus ? { streamBillingStatus: opts.streamBillingStatus } : {})
-  }
-
-  const sendError = (req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {
-    const ctx = req.gatewayContext
-    const envelope = ctx?.plan.envelope ?? routes.envelopeForPath(pathOf(req.url))
-    const { internal } = classify(err)
-    if (internal) req.log.error({ err }, 'unexpected gateway error')
-    const occurrence = toOccurrence(err, req.id, catalogue, ctx?.billing ?? 'NOT_BILLED')
-    const rendered = renderError(occurrence, envelope, catalogue)
-    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
-  }
-
-  registerBodyParsers(app, config.server.body_limit_bytes)
-  app.setErrorHandler((err, req, reply) => sendError(req, reply, err))
-  app.setNotFoundHandler((req, reply) => sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND')))
-
-  const handle = async (req: FastifyRequest, reply: FastifyReply, plan: RoutePlan, params: { model?: string, id?: string }): Promise<void> => {
-    const ctx: RequestContext = {
-      requestId: req.id,
-      startedAt: process.hrtime.bigint(),
-      plan,
-      body: isParsedBody(req.body) ? req.body : undefined,
-      headers: req.headers,
-      params,
-      query: queryOf(req.url),
-      requestedModelId: null,
-      model: null,
-      billing: 'NOT_BILLED',
-      slots: new Map()
-    }
-    req.gatewayContext = ctx
-    inflight.count++
-    try {
-      await runStages(chain.all, ctx, req)
-      await forward(deps, ctx, req, reply)
-    } catch (err) {
-      const code = classify(err).code
-      // Refused or failed before any answer: whatever was held is released, nothing is billed.
-      ctx.billing = 'NOT_BILLED'
-      finish(ctx, {
-        kind: code === 'REQUEST_CLIENT_DISCONNECTED' ? 'client_disconnected' : code.startsWith('UPSTREAM_') || code.startsWith('PROVIDER_') ? 'upstream_error' : 'refused',
-        httpStatus: catalogue.get(code).status,
-        errorCode: code,
-        answeredModel: null,
-        upstreamMs: null,
-        usage: null,
-        overheadMs: null
-      })
-      if (!reply.raw.destroyed) sendError(req, reply, err)
+  const defaults = gatewayPlugins({ config, services, models, ...(opts.random ? { random: opts.random } : {}) })
+  const plugins = opts.plugins ? opts.plugins(defaults) : defaults
+  // Every instance releases holds whose instance died (their expiry passed).
+  const reaper = reapExpiredHolds(services.store.ledger, config.wallet.reaper_interval_ms, app.log)
+  // Listed first, so it closes last: after every request settled and every other plugin closed.
+  const lifecycle: GatewayPlugin = {
+    name: 'services',
+    close: async () => {
+      reaper.stop()
+      if (owned) await services.close()
     }
   }
-
-  const register = (spec: FastifyRouteSpec): void => {
-    if (spec.kind === 'plain') {
-      const plan = spec.plan
-      app.route({
-        method: spec.method,
-        url: spec.url,
-        handler: async (req, reply) => {
-          const p = req.params as { id?: string }
-          await handle(req, reply, plan, p.id === undefined ? {} : { id: p.id })
-        }
-      })
-      return
-    }
-    const { prefix, matchers } = spec
-    app.route({
-      method: spec.method,
-      url: spec.url,
-      handler: async (req, reply) => {
-        const rest = pathOf(req.raw.url ?? '').slice(prefix.length)
-        for (const m of matchers) {
-          const found = m.pattern.exec(rest)
-          if (found?.[1] !== undefined) {
-            await handle(req, reply, m.plan, { model: found[1] })
-            return
-          }
-        }
-        // An unknown action under a known prefix answers in that prefix's envelope.
-        sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND'))
-      }
-    })
-  }
-  for (const spec of routes.fastifyRoutes) register(spec)
+  await app.register(pipelineHost, { config, plugins: [lifecycle, ...plugins], ...(opts.stats ? { stats: opts.stats } : {}) })
 }

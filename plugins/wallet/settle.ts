@@ -1,12 +1,12 @@
 import type { BillingStatus } from '../errors/index.js'
-import type { Outcome, RequestContext } from '../gateway/context.js'
+import type { Outcome, RequestContext } from '../pipeline/context.js'
 import { costOf } from '../pricing/cost.js'
 import type { Usage } from '../pricing/usage-types.js'
-import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
+import type { ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
 import type { JobHoldStore } from '../store/jobs/types.js'
 import type { LedgerStore } from '../store/ledger/types.js'
-import { holdOf, JOB_OPERATIONS } from './wallet-stage.js'
+import { holdOf, JOB_OPERATIONS } from './hold.js'
 
 export interface SettleDeps {
   ledger: LedgerStore
@@ -81,19 +81,6 @@ function billingDecision (ctx: RequestContext, outcome: Outcome, usage: Usage | 
   if (JOB_OPERATIONS.has(ctx.plan.operation)) return { status: 'PENDING', charge: 0n }
   const charge = chargeFor(outcome, usage)
   return charge > 0n ? { status: 'BILLED', charge } : NOT_BILLED
-}
-
-/** The status a broken stream's `event: error` frame announces: the one its settle will apply. */
-export function interruptedStreamBilling (ctx: RequestContext, answered: CompiledModel | null, usage: Usage): BillingStatus {
-  return billingStatusFor(ctx, {
-    kind: 'stream_interrupted',
-    httpStatus: 200,
-    errorCode: 'PROVIDER_STREAM_INTERRUPTED',
-    answeredModel: answered,
-    upstreamMs: null,
-    usage,
-    overheadMs: null
-  }, usage)
 }
 
 /**

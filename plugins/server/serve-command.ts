@@ -1,6 +1,6 @@
 import { ConfigError, formatProblem, loadConfig } from '../config/index.js'
 import { buildServer } from './server.js'
-import { openServices, serviceEnvFromProcess } from './services.js'
+import { openServices, serviceEnvFromProcess } from '../gateway/index.js'
 
 export const SERVE_USAGE = 'serve [file]   start the gateway (config: $GATEWAY_CONFIG or ./gateway.yaml; PORT and HOST override it)'
 

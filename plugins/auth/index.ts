@@ -1,29 +1,38 @@
 import type { AuthConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
-import type { RequestContext } from '../gateway/context.js'
-import type { Stage } from '../gateway/stages.js'
+import type { RequestContext } from '../pipeline/context.js'
+import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { hasValidChecksum, keyKind } from '../keys/key-format.js'
 import type { CachedKey, KeyCache } from '../keys/key-cache.js'
 import type { Clock } from '../store/clock.js'
 import type { Store } from '../store/types.js'
 import { compileKeyHeaders, extractKey } from './key-headers.js'
 
-const AUTH_SLOT = 'auth'
-
-/** The authenticated key and account of a request (set by the auth stage). */
-export function authOf (ctx: RequestContext): CachedKey | undefined {
-  return ctx.slots.get(AUTH_SLOT) as CachedKey | undefined
+declare module '../pipeline/context.js' {
+  interface RequestState {
+    /** The authenticated key and its account. */
+    auth: CachedKey
+  }
 }
 
-export interface AuthStageDeps {
+/** The authenticated key and account of a request (set at admission). */
+export function authOf (ctx: RequestContext): CachedKey | undefined {
+  return ctx.state.auth
+}
+
+export interface AuthDeps {
   config: AuthConfig
   store: Store
   cache: KeyCache
   clock: Clock
 }
 
-/** Key headers → key record (cached, no database round trip on the hot path) → key and account state. */
-export function authStage (deps: AuthStageDeps): Stage {
+/**
+ * admit: key headers → key record (cached, no database round trip on the hot path) → key and
+ * account state, before the body is read. resolve: the key's allowed models, for the requested
+ * model and again for every fallback.
+ */
+export function authPlugin (deps: AuthDeps): GatewayPlugin {
   const rules = compileKeyHeaders(deps.config.headers)
   const load = async (hash: string): Promise<CachedKey | null> => {
     const key = await deps.store.keys.findByLookupHash(hash)
@@ -33,8 +42,7 @@ export function authStage (deps: AuthStageDeps): Stage {
   }
   return {
     name: 'auth',
-    priority: 200,
-    async run (ctx, req) {
+    async admit (ctx, req) {
       const extracted = extractKey(req.raw.rawHeaders, rules)
       if (!extracted.ok) throw gatewayError(extracted.code)
       const plaintext = extracted.key
@@ -46,19 +54,11 @@ export function authStage (deps: AuthStageDeps): Stage {
       if (!found.key.active) throw gatewayError('AUTH_API_KEY_INACTIVE')
       if (found.key.expiresAt !== null && deps.clock.now().getTime() >= found.key.expiresAt.getTime()) throw gatewayError('AUTH_API_KEY_EXPIRED')
       if (found.account.status !== 'active') throw gatewayError('AUTH_ACCOUNT_SUSPENDED')
-      ctx.slots.set(AUTH_SLOT, found)
+      ctx.state.auth = found
+    },
+    resolve (ctx) {
+      const allowed = ctx.state.auth?.key.allowedModels
+      if (ctx.model && allowed && !allowed.includes(ctx.model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model' })
     }
-  }
-}
-
-/** The key's allowed-models list, checked for the requested model and again for every fallback. */
-export const modelAccessStage: Stage = {
-  name: 'model-access',
-  priority: 350,
-  perModel: true,
-  run (ctx) {
-    const auth = authOf(ctx)
-    const allowed = auth?.key.allowedModels
-    if (ctx.model && allowed && !allowed.includes(ctx.model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model' })
   }
 }

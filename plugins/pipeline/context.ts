@@ -20,21 +20,35 @@ export interface Outcome {
   job?: { id: string | undefined, status: string | undefined }
 }
 
-/** Per-request state passed along the stage chain. Plugins keep their own data in `slots`. */
+/**
+ * What concerns keep per request, one typed field each. The host declares none of them: a
+ * concern adds its own field by augmenting this interface, the way Fastify's decorators are
+ * typed, e.g. in plugins/auth:
+ *
+ *   declare module '../pipeline/context.js' { interface RequestState { auth: CachedKey } }
+ *
+ * Fields are optional at run time (`ctx.state` starts empty), so reads see `T | undefined`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface RequestState {}
+
+/** Per-request state passed along the phases. */
 export interface RequestContext {
   readonly requestId: string
   /** process.hrtime.bigint() when the request arrived. */
   readonly startedAt: bigint
   readonly plan: RoutePlan
-  readonly body: ParsedBody | undefined
+  /** The parsed body; undefined until the body was read (after admit), or when there is none. */
+  body: ParsedBody | undefined
   readonly headers: Readonly<Record<string, string | string[] | undefined>>
   /** Raw (still encoded) path parameters: `model` for `{model}` routes, `id` for job routes. */
   readonly params: Readonly<{ model?: string, id?: string }>
   /** Query string including its leading `?`, or ''. */
   readonly query: string
   requestedModelId: string | null
-  /** The model the next upstream attempt is for; stages marked perModel see each fallback. */
+  /** The model the next upstream attempt is for; the per-model phases see each fallback. */
   model: CompiledModel | null
   billing: BillingStatus
-  readonly slots: Map<string, unknown>
+  /** Each concern's own typed field (see RequestState). */
+  readonly state: Partial<RequestState>
 }

@@ -1,32 +1,25 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
-import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type BillingStatus, type Catalogue } from '../errors/index.js'
+import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type Catalogue } from '../errors/index.js'
 import { createMeter, createUsageEventFilter, injectIncludeUsage, type Meter } from '../metering/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import { readAudioDuration } from '../pricing/audio-duration.js'
 import type { Usage } from '../pricing/usage-types.js'
+import type { Outcome, RequestContext } from '../pipeline/context.js'
+import type { ForwardControl } from '../pipeline/plugin.js'
 import { rewriteJsonModel } from '../request/json-model.js'
 import { rewriteMultipartField } from '../request/multipart.js'
-import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from '../upstream/forward.js'
-import type { CompiledProvider, Upstreams } from '../upstream/providers.js'
-import { clientResponseHeaders, relay, type RelayEnd } from '../upstream/relay.js'
-import type { Outcome, RequestContext } from './context.js'
-import { runStages, type StageChain } from './stages.js'
+import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from './forward.js'
+import type { CompiledProvider, Upstreams } from './providers.js'
+import { clientResponseHeaders, relay, type RelayEnd } from './relay.js'
 
 export interface ForwardDeps {
-  /** Billing status of a stream that broke, from what was metered so far (for the error frame). */
-  streamBillingStatus?: (ctx: RequestContext, answered: CompiledModel | null, usage: Usage) => BillingStatus
   upstreams: Upstreams
   models: ModelCatalogue
   catalogue: Catalogue
-  chain: StageChain
   headerFilter: RequestHeaderFilter
   drainTimeoutMs: number
   random: () => number
-  /** Called once per request with how it ended (request log, billing settlement). */
-  finish: (ctx: RequestContext, outcome: Outcome) => void
-  /** Settles an accepted job before its answer ends (see relay's beforeEnd). */
-  settleNow?: (ctx: RequestContext, outcome: Outcome) => Promise<void>
 }
 
 /** Failures before the first byte after which the next fallback model is tried. */
@@ -111,7 +104,7 @@ function targetOf (ctx: RequestContext, model: CompiledModel | null): Target {
  * Sends the request upstream, trying the primary model and then its fallbacks while the
  * upstream fails before the first byte, and relays the first usable answer.
  */
-export async function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl): Promise<void> {
   const res = reply.raw
   const primary = ctx.model
   const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
@@ -120,12 +113,13 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
   for (let i = 0; i < candidates.length; i++) {
     const id = candidates[i] ?? null
     if (i > 0 && id !== null) {
+      let fallback: CompiledModel
       try {
-        ctx.model = deps.models.resolve(id, ctx.plan.operation)
-        await runStages(deps.chain.perModel, ctx, req)
+        fallback = deps.models.resolve(id, ctx.plan.operation)
       } catch {
         continue // this fallback cannot serve the request; the primary's failure stands
       }
+      if (!await control.retarget(fallback)) continue
     }
     const target = targetOf(ctx, ctx.model)
     const provider = deps.upstreams.pick(deps.upstreams.pool(target.poolName), deps.random())
@@ -204,13 +198,13 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       ...(meter?.filter
         ? { filter: meter.filter }
         : { ...(meter ? { onChunk: meter.onChunk } : {}), ...(dropUsage ? { filter: createUsageEventFilter() } : {}) }),
+      // The error frame says what the settle will do with what was metered so far.
       errorFrame: () => {
-        const produced = finalUsage()
-        const billing = produced && deps.streamBillingStatus ? deps.streamBillingStatus(ctx, answered, produced) : 'NOT_BILLED'
+        const billing = finalUsage() ? control.billingStatus({ ...outcomeOf('stream_interrupted'), httpStatus: 200 }) : 'NOT_BILLED'
         return errorFrame(toOccurrence(gatewayError('PROVIDER_STREAM_INTERRUPTED'), ctx.requestId, deps.catalogue, billing), ctx.plan.envelope)
       },
-      ...(ctx.plan.job === 'create' && answeredOk && deps.settleNow ? { beforeEnd: async () => await deps.settleNow?.(ctx, outcomeOf('completed')) } : {}),
-      onEnd: (end: RelayEnd) => { deps.finish(ctx, outcomeOf(end)) }
+      ...(ctx.plan.job === 'create' && answeredOk ? { beforeEnd: async () => { await control.settleNow(outcomeOf('completed')) } } : {}),
+      onEnd: (end: RelayEnd) => { control.end(outcomeOf(end)) }
     })
     return
   }

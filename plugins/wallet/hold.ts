@@ -1,15 +1,12 @@
 import type { WalletConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
-import { authOf } from '../auth/auth-stage.js'
-import type { RequestContext } from '../gateway/context.js'
-import type { Stage } from '../gateway/stages.js'
+import { authOf } from '../auth/index.js'
+import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
 import { costOf } from '../pricing/cost.js'
 import { parseMoney } from '../pricing/money.js'
 import { worstCaseUsage } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
-
-const WALLET_SLOT = 'wallet'
 
 /** The hold placed for a request: settled after the upstream finishes, or released. */
 export interface RequestHold {
@@ -22,13 +19,13 @@ export interface RequestHold {
 }
 
 export function holdOf (ctx: RequestContext): RequestHold | undefined {
-  return ctx.slots.get(WALLET_SLOT) as RequestHold | undefined
+  return ctx.state.hold
 }
 
 /** Operations whose charge comes when an asynchronous job ends: their hold lives longer. */
 export const JOB_OPERATIONS: ReadonlySet<string> = new Set(['videos.create', 'music.create', 'genai.generateVideos'])
 
-export interface WalletStageDeps {
+export interface WalletDeps {
   ledger: LedgerStore
   config: WalletConfig
 }
@@ -51,31 +48,26 @@ export function worstCaseCost (ctx: RequestContext, model: CompiledModel): bigin
  * wallet cannot hold it. Runs again for each fallback model (its price may differ): the
  * previous hold is released first.
  */
-export function walletStage (deps: WalletStageDeps): Stage {
+export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promise<void> {
   const floor = parseMoney(deps.config.floor)
-  return {
-    name: 'wallet',
-    priority: 600,
-    perModel: true,
-    async run (ctx) {
-      const model = ctx.model
-      const auth = authOf(ctx)
-      if (!model || !auth) return // job polls bill nothing
-      if (model.requiresTopup && !auth.account.toppedUp) throw gatewayError('MODEL_REQUIRES_TOPUP', { param: 'model' })
-      const previous = holdOf(ctx)
-      if (previous && !previous.closed) {
-        previous.closed = true
-        await deps.ledger.release(previous.holdId)
-      }
-      const amount = worstCaseCost(ctx, model)
-      const ttlMs = JOB_OPERATIONS.has(ctx.plan.operation) ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms
-      const held = await deps.ledger.hold({ accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs })
-      if (!held.ok) {
-        ctx.slots.delete(WALLET_SLOT)
-        throw gatewayError('BILLING_INSUFFICIENT_CREDITS')
-      }
-      ctx.slots.set(WALLET_SLOT, { holdId: held.holdId, amount, accountId: auth.account.id, model, closed: false } satisfies RequestHold)
-      ctx.billing = 'PENDING'
+  return async (ctx) => {
+    const model = ctx.model
+    const auth = authOf(ctx)
+    if (!model || !auth) return // job polls bill nothing
+    if (model.requiresTopup && !auth.account.toppedUp) throw gatewayError('MODEL_REQUIRES_TOPUP', { param: 'model' })
+    const previous = holdOf(ctx)
+    if (previous && !previous.closed) {
+      previous.closed = true
+      await deps.ledger.release(previous.holdId)
     }
+    const amount = worstCaseCost(ctx, model)
+    const ttlMs = JOB_OPERATIONS.has(ctx.plan.operation) ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms
+    const held = await deps.ledger.hold({ accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs })
+    if (!held.ok) {
+      delete ctx.state.hold
+      throw gatewayError('BILLING_INSUFFICIENT_CREDITS')
+    }
+    ctx.state.hold = { holdId: held.holdId, amount, accountId: auth.account.id, model, closed: false }
+    ctx.billing = 'PENDING'
   }
 }

@@ -1,0 +1,255 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { GatewayConfig } from '../config/types.js'
+import { classify, compileCatalogue, gatewayError, renderError, toOccurrence, type BillingStatus, type Catalogue } from '../errors/index.js'
+import { compileRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
+import type { ParsedBody } from '../request/body.js'
+import type { Outcome, RequestContext } from './context.js'
+import { planPhases, runPhase, type ForwardControl, type GatewayPlugin, type PhasePlan } from './plugin.js'
+
+/** Live counts a standalone server reads to shut down gracefully. */
+export interface PipelineStats {
+  /** Requests between arrival and the end of their answer. */
+  inflight: number
+}
+
+export interface PipelineOptions {
+  config: GatewayConfig
+  /** The concerns, in the order their hooks run (the composition root's list). */
+  plugins: readonly GatewayPlugin[]
+  stats?: PipelineStats
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    gatewayContext: RequestContext | null
+  }
+}
+
+/** The host's own bookkeeping beside what concerns see. */
+interface HostContext extends RequestContext {
+  /** admitting and reading the body, then handling (resolve onwards), then ended (settle and finish run). */
+  stage: 'admit' | 'handle' | 'ended'
+  /** The settle phase of this request, once started (it runs once, whoever asks first). */
+  settling: Promise<void> | null
+}
+
+function queryOf (url: string): string {
+  const q = url.indexOf('?')
+  return q === -1 ? '' : url.slice(q)
+}
+
+export function pathOf (url: string): string {
+  const q = url.indexOf('?')
+  return q === -1 ? url : url.slice(0, q)
+}
+
+/**
+ * Fastify's `frameworkErrors` server option, in the gateway's envelopes: Fastify answers some
+ * failures before any route, hook or error handler runs (a path that is not valid percent-encoding,
+ * an over-long path parameter) and would otherwise send its own body without the error headers.
+ * It is a server option, so an app that registers the plugin passes it to `Fastify()` itself.
+ */
+export function gatewayFrameworkErrors (config: GatewayConfig): (error: FastifyError, req: FastifyRequest, reply: FastifyReply) => void {
+  const catalogue = compileCatalogue(config.errors, config.server)
+  const routes = compileRoutes(config)
+  return (error, req, reply) => {
+    const rendered = renderError(toOccurrence(error, req.id, catalogue), routes.envelopeForPath(pathOf(req.url)), catalogue)
+    reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
+  }
+}
+
+function outcomeKind (code: string): Outcome['kind'] {
+  if (code === 'REQUEST_CLIENT_DISCONNECTED' || code === 'REQUEST_ABORTED') return 'client_disconnected'
+  return code.startsWith('UPSTREAM_') || code.startsWith('PROVIDER_') ? 'upstream_error' : 'refused'
+}
+
+/**
+ * The host: one Fastify route per declared path, each running the phases of the plugins it is
+ * given. It knows no concern; what a request goes through is the composition root's list.
+ */
+export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions): Promise<void> {
+  const { config } = opts
+  const catalogue: Catalogue = compileCatalogue(config.errors, config.server)
+  const routes = compileRoutes(config)
+  const phases: PhasePlan = planPhases(opts.plugins)
+  const stats = opts.stats ?? { inflight: 0 }
+  const settlements = new Set<Promise<void>>()
+  app.decorateRequest('gatewayContext', null)
+  for (const p of phases.plugins) p.setup?.(app)
+
+  const billingStatus = (ctx: RequestContext, outcome: Outcome): BillingStatus => {
+    for (const decide of phases.billingStatus) {
+      const status = decide(ctx, outcome)
+      if (status !== undefined) return status
+    }
+    return 'NOT_BILLED'
+  }
+
+  const settleOnce = (ctx: HostContext, outcome: Outcome): Promise<void> => {
+    ctx.settling ??= (async () => {
+      for (const hook of phases.settle) {
+        try {
+          const r = hook(ctx, outcome)
+          if (r !== undefined) await r
+        } catch (err) {
+          // What this hook kept stays open (a hold is released by the reaper); the next hooks still run.
+          app.log.error({ err, requestId: ctx.requestId }, 'settlement failed')
+        }
+      }
+    })()
+    return ctx.settling
+  }
+
+  /** The request's answer ended: settle, then finish; a shutdown waits for both. */
+  const end = (ctx: HostContext, outcome: Outcome): void => {
+    if (ctx.stage === 'ended') return
+    ctx.stage = 'ended'
+    stats.inflight--
+    const done: Promise<void> = settleOnce(ctx, outcome).then(() => {
+      for (const hook of phases.finish) {
+        try {
+          hook(ctx, outcome)
+        } catch (err) {
+          app.log.error({ err, requestId: ctx.requestId }, 'finish hook failed')
+        }
+      }
+    }).finally(() => { settlements.delete(done) })
+    settlements.add(done)
+  }
+
+  const refusal = (ctx: HostContext, err: unknown): void => {
+    const code = classify(err).code
+    // Refused or failed before any answer: whatever was held is released, nothing is billed.
+    ctx.billing = 'NOT_BILLED'
+    end(ctx, {
+      kind: outcomeKind(code),
+      httpStatus: catalogue.get(code).status,
+      errorCode: code,
+      answeredModel: null,
+      upstreamMs: null,
+      usage: null,
+      overheadMs: null
+    })
+  }
+
+  const sendError = (req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {
+    const ctx = req.gatewayContext as HostContext | null
+    // A body Fastify could not read (too large, malformed, or the client left while sending it)
+    // ends the request here.
+    if (ctx !== null && ctx.stage !== 'ended') refusal(ctx, req.raw.socket.destroyed ? gatewayError('REQUEST_ABORTED') : err)
+    const envelope = ctx?.plan.envelope ?? routes.envelopeForPath(pathOf(req.url))
+    const { internal } = classify(err)
+    if (internal) req.log.error({ err }, 'unexpected gateway error')
+    const occurrence = toOccurrence(err, req.id, catalogue, ctx?.billing ?? 'NOT_BILLED')
+    const rendered = renderError(occurrence, envelope, catalogue)
+    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
+  }
+
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err))
+  app.setNotFoundHandler((req, reply) => sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND')))
+  app.addHook('onClose', async () => {
+    // Every answer has ended (a server waits for them before closing); their settlements
+    // must finish before any plugin closes what they write to.
+    while (settlements.size > 0) await Promise.allSettled([...settlements])
+    for (const p of [...phases.plugins].reverse()) await p.close?.()
+  })
+
+  /** admit: runs in onRequest, before Fastify reads the body. */
+  const admit = async (req: FastifyRequest, plan: RoutePlan, params: { model?: string, id?: string }): Promise<void> => {
+    const ctx: HostContext = {
+      requestId: req.id,
+      startedAt: process.hrtime.bigint(),
+      plan,
+      body: undefined,
+      headers: req.headers,
+      params,
+      query: queryOf(req.url),
+      requestedModelId: null,
+      model: null,
+      billing: 'NOT_BILLED',
+      state: {},
+      stage: 'admit',
+      settling: null
+    }
+    req.gatewayContext = ctx
+    stats.inflight++
+    try {
+      await runPhase(phases.admit, ctx, req)
+    } catch (err) {
+      refusal(ctx, err)
+      throw err
+    }
+  }
+
+  const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const ctx = req.gatewayContext as HostContext
+    ctx.stage = 'handle'
+    ctx.body = req.body as ParsedBody | undefined
+    const control: ForwardControl = {
+      retarget: async (model) => {
+        ctx.model = model
+        try {
+          await runPhase(phases.resolve, ctx, req)
+          await runPhase(phases.charge, ctx, req)
+          return true
+        } catch {
+          return false
+        }
+      },
+      billingStatus: (outcome) => billingStatus(ctx, outcome),
+      settleNow: async (outcome) => { await settleOnce(ctx, outcome) },
+      end: (outcome) => { end(ctx, outcome) }
+    }
+    try {
+      await runPhase(phases.resolve, ctx, req)
+      await runPhase(phases.charge, ctx, req)
+      await phases.forward(ctx, req, reply, control)
+    } catch (err) {
+      refusal(ctx, err)
+      if (!reply.raw.destroyed) sendError(req, reply, err)
+    }
+  }
+
+  /** A client that left while its body was still being read: recorded as REQUEST_ABORTED. */
+  const onRequestAbort = async (req: FastifyRequest): Promise<void> => {
+    const ctx = req.gatewayContext as HostContext | null
+    if (ctx !== null && ctx.stage === 'admit') refusal(ctx, gatewayError('REQUEST_ABORTED'))
+  }
+
+  const register = (spec: FastifyRouteSpec): void => {
+    if (spec.kind === 'plain') {
+      const plan = spec.plan
+      app.route({
+        method: spec.method,
+        url: spec.url,
+        onRequest: async (req) => {
+          const p = req.params as { id?: string }
+          await admit(req, plan, p.id === undefined ? {} : { id: p.id })
+        },
+        onRequestAbort,
+        handler: handle
+      })
+      return
+    }
+    const { prefix, matchers } = spec
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      onRequest: async (req) => {
+        const rest = pathOf(req.raw.url ?? '').slice(prefix.length)
+        for (const m of matchers) {
+          const found = m.pattern.exec(rest)
+          if (found?.[1] !== undefined) {
+            await admit(req, m.plan, { model: found[1] })
+            return
+          }
+        }
+        // An unknown action under a known prefix answers in that prefix's envelope.
+        throw gatewayError('REQUEST_ROUTE_NOT_FOUND')
+      },
+      onRequestAbort,
+      handler: handle
+    })
+  }
+  for (const spec of routes.fastifyRoutes) register(spec)
+}

@@ -1,0 +1,118 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { BillingStatus } from '../errors/index.js'
+import type { CompiledModel } from '../models/catalogue.js'
+import type { Outcome, RequestContext } from './context.js'
+
+/** The phases of a request, in the order they run. */
+export const PHASES = ['admit', 'resolve', 'charge', 'forward', 'settle', 'finish'] as const
+export type PhaseName = typeof PHASES[number]
+
+type MaybePromise<T> = T | Promise<T>
+
+/** What the host offers the forward phase, which alone knows when an answer starts and ends. */
+export interface ForwardControl {
+  /**
+   * Makes `model` the request's target (a fallback) and runs the per-model phases (resolve,
+   * charge) again for it. False when one of them refused: that model cannot serve the request,
+   * and whatever it held was released.
+   */
+  retarget (model: CompiledModel): Promise<boolean>
+  /** The billing status the settle phase will give this outcome (a broken stream's error frame carries it). */
+  billingStatus (outcome: Outcome): BillingStatus
+  /** Runs the settle phase before the answer's last byte goes out (a job is recorded before it can be polled). */
+  settleNow (outcome: Outcome): Promise<void>
+  /** Called once, when the answer ended: settle then finish run from here. */
+  end (outcome: Outcome): void
+}
+
+/**
+ * A concern of the gateway: a name and the hooks it needs. The host runs each phase's hooks in
+ * the order the composition root lists the plugins; a hook refuses a request by throwing a
+ * GatewayError (admit, resolve, charge) and keeps per-request data in its own typed field of
+ * `ctx.state` (see RequestState).
+ *
+ * admit    before the body is read: route, key headers, key and account state, limits.
+ *          A refused client costs no parsing.
+ * resolve  after the body: model, catalogue, capabilities, parameters, access. Runs again for
+ *          every fallback model (`ctx.model` is then the fallback).
+ * charge   wallet hold, quotas and caps; runs again for every fallback.
+ * forward  exactly one plugin: sends upstream, relays, tries fallbacks via `control.retarget`.
+ * settle   after the answer ended (or was refused): meter → cost → post / release. Once per
+ *          request; a failing hook is logged and the next ones still run.
+ * finish   after settle: request log, lease release, metrics. Must not throw.
+ */
+export interface GatewayPlugin {
+  readonly name: string
+  /** Registers what the plugin needs on the gateway's Fastify instance (content-type parsers, decorators). */
+  setup?: (app: FastifyInstance) => void
+  admit?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
+  resolve?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
+  charge?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
+  forward?: (ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl) => Promise<void>
+  settle?: (ctx: RequestContext, outcome: Outcome) => MaybePromise<void>
+  finish?: (ctx: RequestContext, outcome: Outcome) => void
+  /** The billing status this plugin's settle will give an outcome; the first plugin that answers decides. */
+  billingStatus?: (ctx: RequestContext, outcome: Outcome) => BillingStatus | undefined
+  /** Called when the gateway closes, after every request finished and settled. */
+  close?: () => Promise<void>
+}
+
+type Hook<P extends PhaseName> = NonNullable<GatewayPlugin[P]>
+
+/** The plugins' hooks per phase, in plugin order; built once at registration. */
+export interface PhasePlan {
+  readonly plugins: readonly GatewayPlugin[]
+  readonly admit: ReadonlyArray<Hook<'admit'>>
+  readonly resolve: ReadonlyArray<Hook<'resolve'>>
+  readonly charge: ReadonlyArray<Hook<'charge'>>
+  readonly forward: Hook<'forward'>
+  readonly settle: ReadonlyArray<Hook<'settle'>>
+  readonly finish: ReadonlyArray<Hook<'finish'>>
+  readonly billingStatus: ReadonlyArray<NonNullable<GatewayPlugin['billingStatus']>>
+}
+
+function hooks<K extends keyof GatewayPlugin> (plugins: readonly GatewayPlugin[], phase: K): Array<NonNullable<GatewayPlugin[K]>> {
+  const out: Array<NonNullable<GatewayPlugin[K]>> = []
+  for (const p of plugins) {
+    const h = p[phase]
+    // Bound, so a plugin written as a class keeps its `this`.
+    if (typeof h === 'function') out.push(h.bind(p) as NonNullable<GatewayPlugin[K]>)
+  }
+  return out
+}
+
+/** Checks the plugin list (unique names, exactly one forward) and orders its hooks by phase. */
+export function planPhases (plugins: readonly GatewayPlugin[]): PhasePlan {
+  const names = new Set<string>()
+  for (const p of plugins) {
+    if (names.has(p.name)) throw new Error(`gateway plugin ${p.name} is listed twice`)
+    names.add(p.name)
+  }
+  const forwards = hooks(plugins, 'forward')
+  const forwarders = plugins.filter((p) => p.forward !== undefined).map((p) => p.name)
+  if (forwards.length !== 1 || forwards[0] === undefined) {
+    throw new Error(`exactly one gateway plugin must forward; found ${forwarders.length === 0 ? 'none' : forwarders.join(', ')}`)
+  }
+  return Object.freeze({
+    plugins: Object.freeze([...plugins]),
+    admit: hooks(plugins, 'admit'),
+    resolve: hooks(plugins, 'resolve'),
+    charge: hooks(plugins, 'charge'),
+    forward: forwards[0],
+    settle: hooks(plugins, 'settle'),
+    finish: hooks(plugins, 'finish'),
+    billingStatus: hooks(plugins, 'billingStatus')
+  })
+}
+
+/** Runs one phase's hooks in order; a synchronous hook costs no promise. */
+export async function runPhase (
+  list: ReadonlyArray<(ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>>,
+  ctx: RequestContext,
+  req: FastifyRequest
+): Promise<void> {
+  for (const hook of list) {
+    const r = hook(ctx, req)
+    if (r !== undefined) await r
+  }
+}

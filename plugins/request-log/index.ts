@@ -1,0 +1,66 @@
+import type { RequestContext, Outcome } from '../pipeline/context.js'
+import type { GatewayPlugin } from '../pipeline/plugin.js'
+import type { Clock } from '../store/clock.js'
+import type { RequestLogRow } from '../store/request-log/types.js'
+import type { RequestLogWriter } from '../store/request-log/writer.js'
+import type { Settled } from '../wallet/index.js'
+
+const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, capped: false }
+
+/** The request log row of a finished request; never holds the key, only its id. */
+export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): RequestLogRow {
+  const auth = ctx.state.auth
+  // No settlement recorded: it failed (its hold stays open for the reaper), so the charge is unknown.
+  const settled = ctx.state.settled ?? UNSETTLED
+  const usage = outcome.usage
+  return {
+    requestId: ctx.requestId,
+    accountId: auth?.account.id ?? null,
+    keyId: auth?.key.id ?? null,
+    route: ctx.plan.id,
+    operation: ctx.plan.operation,
+    requestedModel: ctx.requestedModelId,
+    answeredModel: outcome.answeredModel?.id ?? null,
+    status: outcome.httpStatus,
+    outcome: outcome.kind,
+    errorCode: outcome.errorCode,
+    stream: ctx.body?.kind === 'json' && ctx.body.json.stream === true,
+    usage: usage === null
+      ? null
+      : {
+          inputTokens: usage.inputTokens,
+          outputTokens: usage.outputTokens,
+          cachedInputTokens: usage.cachedInputTokens,
+          images: usage.images,
+          audioSeconds: usage.audioSeconds,
+          characters: usage.characters,
+          calls: usage.calls,
+          jobs: usage.jobs
+        },
+    usageReported: usage?.reported ?? null,
+    cost: settled.cost,
+    held: settled.held,
+    holdId: settled.holdId,
+    postingId: settled.postingId,
+    billingStatus: settled.billing,
+    overheadMs: outcome.overheadMs,
+    upstreamMs: outcome.upstreamMs,
+    totalMs: Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,
+    createdAt: now
+  }
+}
+
+export interface RequestLogDeps {
+  writer: RequestLogWriter
+  clock: Clock
+}
+
+/** finish: one request log row per request, queued (batched; never awaited on the hot path). */
+export function requestLogPlugin (deps: RequestLogDeps): GatewayPlugin {
+  return {
+    name: 'request-log',
+    finish (ctx, outcome) {
+      deps.writer.write(requestRow(ctx, outcome, deps.clock.now()))
+    }
+  }
+}

@@ -1,0 +1,35 @@
+import type { ServerConfig } from '../config/types.js'
+import { gatewayError } from '../errors/index.js'
+import type { GatewayPlugin } from '../pipeline/plugin.js'
+import { registerBodyParsers } from './body.js'
+
+export { type ParsedBody } from './body.js'
+
+/**
+ * setup: the body parsers (JSON and multipart, keeping the exact bytes). resolve: the body kind
+ * the route accepts and per-item size caps of multipart files.
+ */
+export function requestPlugin (server: ServerConfig): GatewayPlugin {
+  return {
+    name: 'request',
+    setup (app) {
+      registerBodyParsers(app, server.body_limit_bytes)
+    },
+    resolve (ctx) {
+      if (ctx.model !== null) return // a fallback: the body was checked for the primary
+      const accepted = ctx.plan.body
+      const body = ctx.body
+      if (!body) {
+        if (accepted.includes('none')) return
+        throw gatewayError('REQUEST_INVALID', { detail: 'A request body is required.' })
+      }
+      if (!accepted.includes(body.kind)) throw gatewayError('REQUEST_MEDIA_TYPE_UNSUPPORTED')
+      if (body.kind === 'multipart') {
+        for (const file of body.summary.files) {
+          const cap = ctx.plan.itemLimits[file.field]
+          if (cap !== undefined && file.size > cap) throw gatewayError('REQUEST_CONTENT_TOO_LARGE', { param: file.field })
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,54 @@
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { GatewayConfig } from '../config/types.js'
+import { ADMIN_PREFIX } from '../admin/constants.js'
+import { adminRoutes } from '../admin/routes.js'
+import { gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
+
+/** Header names whose values are credentials; pino replaces them wherever a request is logged. */
+export const REDACTED_PATHS = [
+  'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-genai-api-key"]',
+  'req.headers["x-goog-api-key"]', 'req.headers.cookie', 'headers.authorization', 'headers["x-api-key"]'
+]
+
+export interface ServerOptions extends Omit<GatewayOptions, 'config' | 'services' | 'stats'> {
+  config: GatewayConfig
+  /** Store and key cache; the caller owns them (closes them after the server). */
+  services: GatewayServices
+  /** GATEWAY_ADMIN_TOKEN: the admin API under /admin/v1 exists only when it is set. */
+  adminToken?: string | undefined
+  logger?: FastifyServerOptions['logger']
+}
+
+/** The standalone server: the gateway plugin at the root, plus health endpoints and a graceful shutdown. */
+export async function buildServer (opts: ServerOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
+    bodyLimit: opts.config.server.body_limit_bytes,
+    genReqId: newRequestId,
+    // One log line per request comes from the gateway's own finish hook, not Fastify's pair.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    frameworkErrors: gatewayFrameworkErrors(opts.config),
+    return503OnClosing: true,
+    forceCloseConnections: 'idle'
+  })
+  app.get('/healthz', async () => ({ status: 'ok' }))
+  app.get('/readyz', async () => ({ status: 'ready' }))
+  const { services, logger: _logger, adminToken, ...gatewayOptions } = opts
+  if (services.store.secretGenerated) {
+    app.log.warn('GATEWAY_SECRET is not set: using the generated secret in the data directory (embedded dev mode only)')
+  }
+  // A graceful shutdown lets in-flight answers finish (up to the grace period), then closes
+  // every connection, including idle ones that never sent a request and would otherwise keep
+  // server.close() waiting for the headers timeout.
+  const stats: PipelineStats = { inflight: 0 }
+  app.addHook('preClose', async () => {
+    const deadline = Date.now() + opts.config.server.shutdown_grace_ms
+    while (stats.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
+    app.server.closeAllConnections()
+  })
+  await app.register(modelGateway, { ...gatewayOptions, services, stats })
+  if (adminToken) {
+    await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock })
+  }
+  return app
+}

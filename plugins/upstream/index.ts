@@ -1,0 +1,36 @@
+import type { GatewayConfig } from '../config/types.js'
+import { compileCatalogue } from '../errors/index.js'
+import type { ModelCatalogue } from '../models/catalogue.js'
+import type { GatewayPlugin } from '../pipeline/plugin.js'
+import { forward, type ForwardDeps } from './forward-phase.js'
+import { compileUpstreams } from './providers.js'
+
+export interface UpstreamPluginOptions {
+  config: GatewayConfig
+  models: ModelCatalogue
+  /** Injected randomness for the weighted pick of a pool member. */
+  random?: () => number
+}
+
+/**
+ * forward: picks a pool member, sends the request untouched (model rewritten to the upstream's
+ * name), relays the answer through the meter, and tries the model's fallbacks while the upstream
+ * fails before the first byte.
+ */
+export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
+  const { config } = opts
+  const upstreams = compileUpstreams(config)
+  const deps: ForwardDeps = {
+    upstreams,
+    models: opts.models,
+    catalogue: compileCatalogue(config.errors, config.server),
+    headerFilter: { strip: new Set(config.auth.strip_headers.map((h) => h.toLowerCase())) },
+    drainTimeoutMs: config.server.drain_timeout_ms,
+    random: opts.random ?? Math.random
+  }
+  return {
+    name: 'upstream',
+    forward: async (ctx, req, reply, control) => { await forward(deps, ctx, req, reply, control) },
+    close: async () => { await upstreams.close() }
+  }
+}
