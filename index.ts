@@ -1,0 +1,23 @@
+// The package entry (`import { modelGateway, loadConfig } from 'model-gateway'`): the whole
+// gateway as a Fastify plugin, and the config loader it takes its config from.
+//
+//   await app.register(modelGateway, { config: await loadConfig('gateway.yaml') })
+//
+// mounts every phase on the same stores and environment as `npm start` (DATABASE_URL,
+// REDIS_URL, GATEWAY_DATA_DIR, GATEWAY_SECRET).
+import { loadConfig as loadConfigFile, type Env } from './plugins/config/index.js'
+import type { GatewayConfig } from './plugins/config/types.js'
+
+export { modelGateway, gatewayFrameworkErrors, gatewayPlugins, outcomeObserver, newRequestId } from './plugins/gateway/index.js'
+export type { GatewayOptions, GatewayPlugin, GatewayServices, ForwardControl, Outcome, PhaseName, RequestContext, RequestState } from './plugins/gateway/index.js'
+export { buildServer, type ServerOptions } from './plugins/server/server.js'
+export { ConfigError, formatProblem, type ConfigProblem } from './plugins/config/index.js'
+export type { GatewayConfig } from './plugins/config/types.js'
+
+/**
+ * Reads, expands (`${ENV}`), validates and freezes a gateway.yaml; rejects with a ConfigError
+ * listing every problem with its file, line and column.
+ */
+export async function loadConfig (file: string, env: Env = process.env): Promise<GatewayConfig> {
+  return loadConfigFile(file, env).config
+}
