@@ -1,5 +1,6 @@
 import { gatewayError } from '../errors/index.js'
 import { checkCapabilities } from '../models/capabilities.js'
+import { checkBillableParameters } from '../operations/billable-parameters.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import { modelFromBody, modelFromPath } from '../models/model-id.js'
 import type { Stage } from './stages.js'
@@ -43,6 +44,8 @@ export const capabilityStage: Stage = {
   priority: 400,
   perModel: true,
   run (ctx) {
-    if (ctx.model && ctx.body?.kind === 'json') checkCapabilities(ctx.model, ctx.plan.operation, ctx.body.json)
+    if (!ctx.model) return
+    if (ctx.body?.kind === 'json') checkCapabilities(ctx.model, ctx.plan.op, ctx.body.json)
+    checkBillableParameters(ctx.plan.op, ctx.model, ctx.body)
   }
 }
