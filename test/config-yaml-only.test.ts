@@ -17,6 +17,8 @@ const cfg = writeTestConfig((c) => {
   c.pools.acme = [{ provider: 'acme', weight: 1 }]
   c.pools['acme-down'] = [{ provider: 'acme-down' }]
   c.routes.push({ path: '/v1/embeddings', method: 'POST', family: 'chat', operation: 'embeddings', body: ['json'], response: 'json' })
+  // A new operation says how it is metered, or check refuses the priced models that serve it.
+  c.operations = { embeddings: { meter: { kind: 'tokens', dialect: 'chat' } } }
   c.models.push(
     { id: 'acme/backup-1', status: 'active', pool: 'acme', upstream_model: 'acme-backup-v1', operations, pricing },
     // Its provider is down: every request falls back.

@@ -5,6 +5,7 @@ import { ESTIMATED_IMAGE_OUTPUT_TOKENS } from '../plugins/metering/image-meter.j
 import { createMeter, type Meter, type MeterInput } from '../plugins/metering/meter.js'
 import { emptyUsage, type Usage } from '../plugins/metering/usage.js'
 import { cut } from './helpers/chunks.js'
+import { meterOf } from './helpers/operations.js'
 
 
 function feed (input: MeterInput, chunks: readonly Buffer[]): Meter {
@@ -37,26 +38,26 @@ const imagen = `{"predictions":[{"mimeType":"image/png","bytesBase64Encoded":"${
 const imageRequest = { json: { model: 'openai/gpt-image-1', prompt: 'A cute baby sea otter', n: 3 } }
 
 t.test('images: data[] items are counted as reported images, gpt-image tokens too', async (t) => {
-  const input: MeterInput = { operation: 'images.generations', sse: false, request: imageRequest }
+  const input: MeterInput = { meter: meterOf('images.generations'), sse: false, request: imageRequest }
   t.same(run(input, gptImage(3)), { ...emptyUsage(), images: 3, inputTokens: 50, outputTokens: 4160 })
   t.same(run(input, dalle), { ...emptyUsage(), images: 1 })
-  t.same(run({ operation: 'genai.generateImages', sse: false, request: { json: { instances: [{ prompt: 'x' }], parameters: { sampleCount: 3 } } } }, imagen), { ...emptyUsage(), images: 2 }, 'a filtered prediction is not an image')
+  t.same(run({ meter: meterOf('genai.generateImages'), sse: false, request: { json: { instances: [{ prompt: 'x' }], parameters: { sampleCount: 3 } } } }, imagen), { ...emptyUsage(), images: 2 }, 'a filtered prediction is not an image')
   for (const operation of ['genai.editImage', 'genai.upscaleImage']) {
-    t.same(run({ operation, sse: false, request: {} }, imagen).images, 2, operation)
+    t.same(run({ meter: meterOf(operation), sse: false, request: {} }, imagen).images, 2, operation)
   }
   splitInvariant(t, input, Buffer.from(gptImage(2)))
-  splitInvariant(t, { operation: 'genai.generateImages', sse: false, request: {} }, Buffer.from(imagen))
+  splitInvariant(t, { meter: meterOf('genai.generateImages'), sse: false, request: {} }, Buffer.from(imagen))
 })
 
 t.test('images: a 24 MB answer is counted while streaming, in random chunk sizes', async (t) => {
   const big = Buffer.from(gptImage(3, IMAGE_USAGE, 'A'.repeat(8 * 1024 * 1024)))
-  const input: MeterInput = { operation: 'images.generations', sse: false, request: imageRequest }
+  const input: MeterInput = { meter: meterOf('images.generations'), sse: false, request: imageRequest }
   const points = Array.from({ length: 400 }, (_, i) => Math.floor(((i * 7919) % 400) * big.length / 400))
   t.same(feed(input, cut(big, points)).finish(), { ...emptyUsage(), images: 3, inputTokens: 50, outputTokens: 4160 })
 })
 
 t.test('images: truncated, garbage and hostile answers are estimates', async (t) => {
-  const input: MeterInput = { operation: 'images.generations', sse: false, request: imageRequest }
+  const input: MeterInput = { meter: meterOf('images.generations'), sse: false, request: imageRequest }
   const truncated = gptImage(3).slice(0, gptImage(3).lastIndexOf('{"b64_json"') + 20)
   t.match(run(input, truncated), { images: 2, reported: false })
   t.match(run(input, '<html>502 Bad Gateway</html>'), { images: 3, reported: false }, 'unreadable: the requested n')
@@ -75,20 +76,20 @@ t.test('images: a streamed gpt-image answer counts completed images, not partial
     `event: image_generation.partial_image\ndata: {"type":"image_generation.partial_image","b64_json":"${PNG}","created_at":1620000000,"size":"1024x1024","quality":"high","background":"opaque","output_format":"png","partial_image_index":1}\n\n`,
     `event: image_generation.completed\ndata: {"type":"image_generation.completed","b64_json":"${PNG}","created_at":1620000000,"size":"1024x1024","quality":"high","background":"opaque","output_format":"png","usage":{"total_tokens":100,"input_tokens":50,"output_tokens":50,"input_tokens_details":{"text_tokens":10,"image_tokens":40}}}\n\n`
   ].join(''))
-  const input: MeterInput = { operation: 'images.generations', sse: true, request: imageRequest }
+  const input: MeterInput = { meter: meterOf('images.generations'), sse: true, request: imageRequest }
   t.same(run(input, body), { ...emptyUsage(), images: 1, inputTokens: 50, outputTokens: 50 })
   splitInvariant(t, input, body)
 })
 
 t.test('images.edits: one call per 2xx answer, none for an error', async (t) => {
-  const input: MeterInput = { operation: 'images.edits', sse: false, request: { multipartFields: { model: 'openai/gpt-image-1-edit', prompt: 'add a hat' } } }
+  const input: MeterInput = { meter: meterOf('images.edits'), sse: false, request: { multipartFields: { model: 'openai/gpt-image-1-edit', prompt: 'add a hat' } } }
   t.same(run(input, gptImage(1)), { ...emptyUsage(), calls: 1, images: 1, inputTokens: 50, outputTokens: 4160 })
   t.same(run(input, '{"error":{"message":"Invalid image.","type":"invalid_request_error","param":"image","code":null}}'), emptyUsage())
   t.same(run({ ...input, status: 400 }, '{"error":{"message":"bad"}}'), emptyUsage())
 })
 
 t.test('transcriptions: duration usage, token usage, verbose_json duration', async (t) => {
-  const input: MeterInput = { operation: 'audio.transcriptions', sse: false, request: { multipartFields: { model: 'openai/whisper-1' }, audioSeconds: 10 } }
+  const input: MeterInput = { meter: meterOf('audio.transcriptions'), sse: false, request: { multipartFields: { model: 'openai/whisper-1' }, audioSeconds: 10 } }
   t.same(run(input, '{"text":"Imagine the wildest idea that you\'ve ever had.","usage":{"type":"duration","seconds":9}}'), { ...emptyUsage(), audioSeconds: 9 })
   t.same(run(input, '{"text":"Hi","usage":{"type":"tokens","input_tokens":14,"input_token_details":{"text_tokens":0,"audio_tokens":14},"output_tokens":45,"total_tokens":59}}'), { ...emptyUsage(), inputTokens: 14, outputTokens: 45 })
   const verbose = JSON.stringify({ task: 'transcribe', language: 'english', duration: 8.470000267028809, text: 'The beach was a popular spot.', segments: [{ id: 0, seek: 0, start: 0, end: 3.32, text: ' The beach was a popular spot.', tokens: [50364], temperature: 0, avg_logprob: -0.28, compression_ratio: 1.2, no_speech_prob: 0.0093 }] })
@@ -99,7 +100,7 @@ t.test('transcriptions: duration usage, token usage, verbose_json duration', asy
 t.test('transcriptions: nothing reported → seconds from the upload, tokens estimated', async (t) => {
   const request = { multipartFields: { model: 'openai/gpt-4o-mini-transcribe', response_format: 'text', prompt: 'Names: Zoë' }, audioSeconds: 12 }
   const text = 'Bonjour à tous, ceci est un test. 👋\n'
-  const u = run({ operation: 'audio.transcriptions', sse: false, request }, text)
+  const u = run({ meter: meterOf('audio.transcriptions'), sse: false, request }, text)
   t.same(u, {
     ...emptyUsage(),
     audioSeconds: 12,
@@ -108,10 +109,10 @@ t.test('transcriptions: nothing reported → seconds from the upload, tokens est
     reported: false
   })
   for (const bad of ['-9', '1e15', '"9"', 'null']) {
-    const h = run({ operation: 'audio.transcriptions', sse: false, request }, `{"text":"abc","usage":{"type":"duration","seconds":${bad}}}`)
+    const h = run({ meter: meterOf('audio.transcriptions'), sse: false, request }, `{"text":"abc","usage":{"type":"duration","seconds":${bad}}}`)
     t.match(h, { audioSeconds: 12, reported: false }, `seconds ${bad}`)
   }
-  t.match(run({ operation: 'audio.transcriptions', sse: false, request: {} }, '{"text":"abc"}'), { audioSeconds: 0, reported: false }, 'no header, no report')
+  t.match(run({ meter: meterOf('audio.transcriptions'), sse: false, request: {} }, '{"text":"abc"}'), { audioSeconds: 0, reported: false }, 'no header, no report')
 })
 
 t.test('transcriptions: streamed, usage on transcript.text.done', async (t) => {
@@ -120,7 +121,7 @@ t.test('transcriptions: streamed, usage on transcript.text.done', async (t) => {
     'data: {"type":"transcript.text.delta","delta":" see skies of blue ☁️","logprobs":[]}\n\n',
     'data: {"type":"transcript.text.done","text":"I see skies of blue ☁️","logprobs":[],"usage":{"type":"tokens","input_tokens":14,"input_token_details":{"text_tokens":10,"audio_tokens":4},"output_tokens":31,"total_tokens":45}}\n\n'
   ].join(''))
-  const input: MeterInput = { operation: 'audio.transcriptions', sse: true, request: { multipartFields: { stream: 'true' }, audioSeconds: 4 } }
+  const input: MeterInput = { meter: meterOf('audio.transcriptions'), sse: true, request: { multipartFields: { stream: 'true' }, audioSeconds: 4 } }
   t.same(run(input, body), { ...emptyUsage(), inputTokens: 14, outputTokens: 31 })
   splitInvariant(t, input, body)
   const cutShort = body.subarray(0, body.indexOf('data: {"type":"transcript.text.done"'))
@@ -131,11 +132,11 @@ t.test('speech: characters in code points are our own count; token-billed output
   const json = { model: 'openai/tts-1', input: 'Today is a wonderful day to build something people love! 😀🎉', voice: 'coral', response_format: 'mp3' }
   const characters = [...json.input].length
   const audio = Buffer.alloc(48_000, 0xff) // 3 s of mp3 at the assumed 16 kB/s
-  const perChar = run({ operation: 'audio.speech', sse: false, request: { json }, unit: 'character' }, audio)
+  const perChar = run({ meter: meterOf('audio.speech'), sse: false, request: { json }, unit: 'character' }, audio)
   t.equal(perChar.characters, characters)
   t.equal(perChar.characters, 59, 'emoji count once')
   t.equal(perChar.reported, true)
-  const perToken = run({ operation: 'audio.speech', sse: false, request: { json: { ...json, instructions: 'Speak cheerfully.' } }, unit: 'token' }, audio)
+  const perToken = run({ meter: meterOf('audio.speech'), sse: false, request: { json: { ...json, instructions: 'Speak cheerfully.' } }, unit: 'token' }, audio)
   t.same(perToken, {
     ...emptyUsage(),
     characters,
@@ -144,13 +145,13 @@ t.test('speech: characters in code points are our own count; token-billed output
     reported: false
   })
   const chunks = cut(audio, [1, 100, 4000, 30000])
-  t.same(feed({ operation: 'audio.speech', sse: false, request: { json }, unit: 'token' }, chunks).finish().outputTokens, perToken.outputTokens)
+  t.same(feed({ meter: meterOf('audio.speech'), sse: false, request: { json }, unit: 'token' }, chunks).finish().outputTokens, perToken.outputTokens)
 })
 
 t.test('speech: streamed with usage on speech.audio.done', async (t) => {
   const audio = Buffer.alloc(9000, 7).toString('base64')
   const body = Buffer.from(`data: {"type":"speech.audio.delta","audio":"${audio}"}\n\ndata: {"type":"speech.audio.delta","audio":"${audio}"}\n\ndata: {"type":"speech.audio.done","usage":{"input_tokens":14,"output_tokens":101,"total_tokens":115}}\n\n`)
-  const input: MeterInput = { operation: 'audio.speech', sse: false, request: { json: { input: 'Hello world', stream_format: 'sse' } }, unit: 'token' }
+  const input: MeterInput = { meter: meterOf('audio.speech'), sse: false, request: { json: { input: 'Hello world', stream_format: 'sse' } }, unit: 'token' }
   t.same(run(input, body), { ...emptyUsage(), characters: 11, inputTokens: 14, outputTokens: 101 })
   splitInvariant(t, input, body)
   const noUsage = body.subarray(0, body.indexOf('data: {"type":"speech.audio.done"'))
@@ -167,15 +168,15 @@ t.test('jobs: one job with the upstream id, none for an error', async (t) => {
     ['videos.create', '{"error":{"message":"Invalid size","type":"invalid_request_error"}}', undefined, 0]
   ]
   for (const [operation, body, id, jobs] of cases) {
-    const m = feed({ operation, sse: false, request: { json: { prompt: 'a cat' } } }, [Buffer.from(body)])
+    const m = feed({ meter: meterOf(operation), sse: false, request: { json: { prompt: 'a cat' } } }, [Buffer.from(body)])
     t.same(m.finish(), { ...emptyUsage(), jobs }, `${operation} usage`)
     t.equal(m.jobId, id, `${operation} job id`)
   }
-  splitInvariant(t, { operation: 'videos.create', sse: false, request: {} }, Buffer.from(video))
-  const noId = feed({ operation: 'music.create', sse: false, request: {} }, [Buffer.from('{"status":"queued"}')])
+  splitInvariant(t, { meter: meterOf('videos.create'), sse: false, request: {} }, Buffer.from(video))
+  const noId = feed({ meter: meterOf('music.create'), sse: false, request: {} }, [Buffer.from('{"status":"queued"}')])
   t.same(noId.finish(), { ...emptyUsage(), jobs: 1, reported: false })
   t.equal(noId.jobId, undefined)
-  const failed = feed({ operation: 'videos.create', sse: false, request: {}, status: 400 }, [Buffer.from(video)])
+  const failed = feed({ meter: meterOf('videos.create'), sse: false, request: {}, status: 400 }, [Buffer.from(video)])
   t.same(failed.finish(), emptyUsage())
   t.equal(failed.jobId, undefined)
 })

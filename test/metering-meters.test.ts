@@ -1,8 +1,10 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { createMeter, METERED_OPERATIONS, type MeterInput } from '../plugins/metering/meter.js'
+import { createMeter, type MeterInput } from '../plugins/metering/meter.js'
+import { billsSomething } from '../plugins/operations/index.js'
 import { emptyUsage, sanitize, tokenUsage, type Usage } from '../plugins/metering/usage.js'
 import { cut } from './helpers/chunks.js'
+import { BUILTIN_OPERATIONS, meterOf } from './helpers/operations.js'
 
 
 function run (input: MeterInput, chunks: readonly Buffer[]): Usage {
@@ -98,17 +100,17 @@ const genaiRequest = { json: { contents: [{ role: 'user', parts: [{ text: PROMPT
 interface Case { name: string, input: MeterInput, body: string, want: Partial<Usage> }
 
 const cases: Case[] = [
-  { name: 'chat.completions JSON', input: { operation: 'chat.completions', sse: false, request: chatRequest }, body: chatJson(), want: { inputTokens: 19, outputTokens: 10, cachedInputTokens: 0, reported: true } },
-  { name: 'chat.completions SSE with the final usage chunk', input: { operation: 'chat.completions', sse: true, request: chatRequest }, body: chatSse(CHAT_USAGE), want: { inputTokens: 1200, outputTokens: 9, cachedInputTokens: 1024, reported: true } },
-  { name: 'chat.completions SSE, CRLF', input: { operation: 'chat.completions', sse: true, request: chatRequest }, body: chatSse(CHAT_USAGE).replace(/\n/g, '\r\n'), want: { inputTokens: 1200, outputTokens: 9, reported: true } },
-  { name: 'responses JSON', input: { operation: 'responses', sse: false, request: { json: { model: 'm', input: PROMPT } } }, body: responsesJson(), want: { inputTokens: 36, outputTokens: 87, cachedInputTokens: 0, reported: true } },
-  { name: 'responses SSE response.completed', input: { operation: 'responses', sse: true, request: { json: { input: PROMPT } } }, body: responsesSse(RESPONSES_USAGE), want: { inputTokens: 37, outputTokens: 11, cachedInputTokens: 20, reported: true } },
-  { name: 'responses SSE response.incomplete', input: { operation: 'responses', sse: true, request: { json: { input: PROMPT } } }, body: responsesSse(RESPONSES_USAGE, 'response.incomplete'), want: { inputTokens: 37, outputTokens: 11, reported: true } },
-  { name: 'messages JSON (cache reads and writes are input)', input: { operation: 'messages', sse: false, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, body: messagesJson(), want: { inputTokens: 2095 + 1800 + 100, outputTokens: 503, cachedInputTokens: 1800, reported: true } },
-  { name: 'messages SSE message_start + message_delta', input: { operation: 'messages', sse: true, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, body: messagesSse(), want: { inputTokens: 30, outputTokens: 15, cachedInputTokens: 5, reported: true } },
-  { name: 'genai generateContent JSON (thoughts are output)', input: { operation: 'genai.generateContent', sse: false, request: genaiRequest }, body: genaiJson(), want: { inputTokens: 8, outputTokens: 537, cachedInputTokens: 4, reported: true } },
-  { name: 'genai streamGenerateContent SSE (last usage wins)', input: { operation: 'genai.streamGenerateContent', sse: true, request: genaiRequest }, body: genaiSse, want: { inputTokens: 10, outputTokens: 20, reported: true } },
-  { name: 'genai streamGenerateContent JSON array on an sse route', input: { operation: 'genai.streamGenerateContent', sse: true, request: genaiRequest }, body: genaiArray, want: { inputTokens: 10, outputTokens: 20, reported: true } }
+  { name: 'chat.completions JSON', input: { meter: meterOf('chat.completions'), sse: false, request: chatRequest }, body: chatJson(), want: { inputTokens: 19, outputTokens: 10, cachedInputTokens: 0, reported: true } },
+  { name: 'chat.completions SSE with the final usage chunk', input: { meter: meterOf('chat.completions'), sse: true, request: chatRequest }, body: chatSse(CHAT_USAGE), want: { inputTokens: 1200, outputTokens: 9, cachedInputTokens: 1024, reported: true } },
+  { name: 'chat.completions SSE, CRLF', input: { meter: meterOf('chat.completions'), sse: true, request: chatRequest }, body: chatSse(CHAT_USAGE).replace(/\n/g, '\r\n'), want: { inputTokens: 1200, outputTokens: 9, reported: true } },
+  { name: 'responses JSON', input: { meter: meterOf('responses'), sse: false, request: { json: { model: 'm', input: PROMPT } } }, body: responsesJson(), want: { inputTokens: 36, outputTokens: 87, cachedInputTokens: 0, reported: true } },
+  { name: 'responses SSE response.completed', input: { meter: meterOf('responses'), sse: true, request: { json: { input: PROMPT } } }, body: responsesSse(RESPONSES_USAGE), want: { inputTokens: 37, outputTokens: 11, cachedInputTokens: 20, reported: true } },
+  { name: 'responses SSE response.incomplete', input: { meter: meterOf('responses'), sse: true, request: { json: { input: PROMPT } } }, body: responsesSse(RESPONSES_USAGE, 'response.incomplete'), want: { inputTokens: 37, outputTokens: 11, reported: true } },
+  { name: 'messages JSON (cache reads and writes are input)', input: { meter: meterOf('messages'), sse: false, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, body: messagesJson(), want: { inputTokens: 2095 + 1800 + 100, outputTokens: 503, cachedInputTokens: 1800, reported: true } },
+  { name: 'messages SSE message_start + message_delta', input: { meter: meterOf('messages'), sse: true, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, body: messagesSse(), want: { inputTokens: 30, outputTokens: 15, cachedInputTokens: 5, reported: true } },
+  { name: 'genai generateContent JSON (thoughts are output)', input: { meter: meterOf('genai.generateContent'), sse: false, request: genaiRequest }, body: genaiJson(), want: { inputTokens: 8, outputTokens: 537, cachedInputTokens: 4, reported: true } },
+  { name: 'genai streamGenerateContent SSE (last usage wins)', input: { meter: meterOf('genai.streamGenerateContent'), sse: true, request: genaiRequest }, body: genaiSse, want: { inputTokens: 10, outputTokens: 20, reported: true } },
+  { name: 'genai streamGenerateContent JSON array on an sse route', input: { meter: meterOf('genai.streamGenerateContent'), sse: true, request: genaiRequest }, body: genaiArray, want: { inputTokens: 10, outputTokens: 20, reported: true } }
 ]
 
 for (const c of cases) {
@@ -127,25 +129,25 @@ for (const c of cases) {
 
 t.test('nothing reported: input from the request text, output from the generated text', async (t) => {
   const noUsage = chatSse('null').replace(/,"usage":null/g, '')
-  const u = run({ operation: 'chat.completions', sse: true, request: chatRequest }, [Buffer.from(noUsage)])
+  const u = run({ meter: meterOf('chat.completions'), sse: true, request: chatRequest }, [Buffer.from(noUsage)])
   // 'Héllo' + ' wörld 🌍 日本' = 5 + 10 code points → ceil(15 / 4) = 4.
   t.same(u, { ...emptyUsage(), inputTokens: 10, outputTokens: 4, reported: false })
-  const json = run({ operation: 'chat.completions', sse: false, request: chatRequest }, [Buffer.from(chatJson().replace(/"usage": \{[^]*?\} \},/, ''))])
+  const json = run({ meter: meterOf('chat.completions'), sse: false, request: chatRequest }, [Buffer.from(chatJson().replace(/"usage": \{[^]*?\} \},/, ''))])
   // 'Hello! How can I assist you today? 😀' is 36 code points → 9.
   t.same(json, { ...emptyUsage(), inputTokens: 10, outputTokens: 9, reported: false })
-  const given = run({ operation: 'responses', sse: false, request: { json: { input: 'x' }, inputChars: 400 } }, [Buffer.from('{}')])
+  const given = run({ meter: meterOf('responses'), sse: false, request: { json: { input: 'x' }, inputChars: 400 } }, [Buffer.from('{}')])
   t.equal(given.inputTokens, 100, 'the gateway\'s own character count wins')
 })
 
 t.test('an interrupted messages stream: input as reported, output estimated', async (t) => {
-  const u = run({ operation: 'messages', sse: true, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, [Buffer.from(messagesSse('25', '15', false))])
+  const u = run({ meter: meterOf('messages'), sse: true, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, [Buffer.from(messagesSse('25', '15', false))])
   // 'Hello, Мир' + '! 👋 How can I help?' = 10 + 19 code points → 8.
   t.same(u, { ...emptyUsage(), inputTokens: 30, cachedInputTokens: 5, outputTokens: 8, reported: false })
 })
 
 t.test('message_delta counts are cumulative, and newer streams repeat the input there', async (t) => {
   const body = messagesSse('25', '15') + sse([['message_delta', '{"type":"message_delta","delta":{},"usage":{"input_tokens":40,"cache_read_input_tokens":0,"output_tokens":22}}']])
-  t.match(run({ operation: 'messages', sse: true, request: {} }, [Buffer.from(body)]), { inputTokens: 40, cachedInputTokens: 0, outputTokens: 22, reported: true })
+  t.match(run({ meter: meterOf('messages'), sse: true, request: {} }, [Buffer.from(body)]), { inputTokens: 40, cachedInputTokens: 0, outputTokens: 22, reported: true })
 })
 
 const HOSTILE = ['-5', '1e15', '"19"', '19.5', 'NaN', '-0.5', '1e400', '{"n":1}', '[3]', 'true', '9007199254740993']
@@ -153,16 +155,16 @@ const HOSTILE = ['-5', '1e15', '"19"', '19.5', 'NaN', '-0.5', '1e400', '{"n":1}'
 t.test('hostile numbers are rejected, never clamped: the usage falls back to estimates', async (t) => {
   for (const bad of HOSTILE) {
     const families: Array<[string, MeterInput, string]> = [
-      ['chat json prompt', { operation: 'chat.completions', sse: false, request: chatRequest }, chatJson(bad)],
-      ['chat json completion', { operation: 'chat.completions', sse: false, request: chatRequest }, chatJson('19', bad)],
-      ['chat sse', { operation: 'chat.completions', sse: true, request: chatRequest }, chatSse(CHAT_USAGE.replace('"completion_tokens":9', `"completion_tokens":${bad}`))],
-      ['responses json', { operation: 'responses', sse: false, request: { json: { input: PROMPT } } }, responsesJson('36', bad)],
-      ['responses sse', { operation: 'responses', sse: true, request: { json: { input: PROMPT } } }, responsesSse(RESPONSES_USAGE.replace('"input_tokens":37', `"input_tokens":${bad}`))],
-      ['messages json', { operation: 'messages', sse: false, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, messagesJson(bad)],
-      ['messages json cache read', { operation: 'messages', sse: false, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, messagesJson('2095', '503', bad)],
-      ['messages sse', { operation: 'messages', sse: true, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, messagesSse('25', bad)],
-      ['genai json', { operation: 'genai.generateContent', sse: false, request: genaiRequest }, genaiJson(genaiUsageText(bad))],
-      ['genai json thoughts', { operation: 'genai.generateContent', sse: false, request: genaiRequest }, genaiJson(genaiUsageText('8', '12', bad))]
+      ['chat json prompt', { meter: meterOf('chat.completions'), sse: false, request: chatRequest }, chatJson(bad)],
+      ['chat json completion', { meter: meterOf('chat.completions'), sse: false, request: chatRequest }, chatJson('19', bad)],
+      ['chat sse', { meter: meterOf('chat.completions'), sse: true, request: chatRequest }, chatSse(CHAT_USAGE.replace('"completion_tokens":9', `"completion_tokens":${bad}`))],
+      ['responses json', { meter: meterOf('responses'), sse: false, request: { json: { input: PROMPT } } }, responsesJson('36', bad)],
+      ['responses sse', { meter: meterOf('responses'), sse: true, request: { json: { input: PROMPT } } }, responsesSse(RESPONSES_USAGE.replace('"input_tokens":37', `"input_tokens":${bad}`))],
+      ['messages json', { meter: meterOf('messages'), sse: false, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, messagesJson(bad)],
+      ['messages json cache read', { meter: meterOf('messages'), sse: false, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, messagesJson('2095', '503', bad)],
+      ['messages sse', { meter: meterOf('messages'), sse: true, request: { json: { messages: [{ role: 'user', content: PROMPT }] } } }, messagesSse('25', bad)],
+      ['genai json', { meter: meterOf('genai.generateContent'), sse: false, request: genaiRequest }, genaiJson(genaiUsageText(bad))],
+      ['genai json thoughts', { meter: meterOf('genai.generateContent'), sse: false, request: genaiRequest }, genaiJson(genaiUsageText('8', '12', bad))]
     ]
     for (const [name, input, body] of families) {
       const u = run(input, [Buffer.from(body)])
@@ -173,7 +175,7 @@ t.test('hostile numbers are rejected, never clamped: the usage falls back to est
 })
 
 t.test('a cached count above the input count is rejected, not priced at the cached rate', async (t) => {
-  const u = run({ operation: 'chat.completions', sse: false, request: chatRequest }, [Buffer.from(chatJson('19', '10', '500'))])
+  const u = run({ meter: meterOf('chat.completions'), sse: false, request: chatRequest }, [Buffer.from(chatJson('19', '10', '500'))])
   t.match(u, { inputTokens: 19, outputTokens: 10, cachedInputTokens: 0, reported: false })
 })
 
@@ -189,10 +191,10 @@ t.test('sanitize', async (t) => {
 })
 
 t.test('an upstream error status bills nothing; finish() is stable; the meter ignores late chunks', async (t) => {
-  const err = createMeter({ operation: 'chat.completions', sse: false, request: chatRequest, status: 429 })
+  const err = createMeter({ meter: meterOf('chat.completions'), sse: false, request: chatRequest, status: 429 })
   err.onChunk(Buffer.from('{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}'))
   t.same(err.finish(), emptyUsage())
-  const m = createMeter({ operation: 'chat.completions', sse: false, request: chatRequest, status: 200 })
+  const m = createMeter({ meter: meterOf('chat.completions'), sse: false, request: chatRequest, status: 200 })
   m.onChunk(Buffer.from(chatJson()))
   const first = m.finish()
   m.onChunk(Buffer.from('garbage'))
@@ -202,13 +204,14 @@ t.test('an upstream error status bills nothing; finish() is stable; the meter ig
 })
 
 t.test('unmetered operations (job polls, content downloads) bill nothing', async (t) => {
-  for (const operation of ['videos.get', 'videos.content', 'jobs.get', 'something.else']) {
-    t.same(run({ operation, sse: false, request: {} }, [Buffer.from('{"id":"video_1","status":"completed"}')]), emptyUsage(), operation)
+  for (const operation of ['videos.get', 'videos.content', 'jobs.get']) {
+    t.same(run({ meter: meterOf(operation), sse: false, request: {} }, [Buffer.from('{"id":"video_1","status":"completed"}')]), emptyUsage(), operation)
   }
+  t.same(run({ meter: { kind: 'none' }, sse: false, request: {} }, [Buffer.from('{"id":"video_1","status":"completed"}')]), emptyUsage(), 'meter kind none')
 })
 
 t.test('property: garbage never throws and never yields negative or absurd usage', async (t) => {
-  const operations = [...METERED_OPERATIONS]
+  const operations = BUILTIN_OPERATIONS.list().filter((op) => billsSomething(op.meter)).map((op) => op.name)
   const body = fc.oneof(
     fc.uint8Array({ maxLength: 400 }).map((b) => Buffer.from(b)),
     fc.string({ unit: 'binary', maxLength: 200 }).map((s) => Buffer.from(`data: ${s}\n\n{"usage":${s}`)),
@@ -216,7 +219,7 @@ t.test('property: garbage never throws and never yields negative or absurd usage
     fc.jsonValue().map((v) => Buffer.from(`data: ${JSON.stringify({ usage: v, usageMetadata: v, choices: [], type: 'response.completed', response: { usage: v } })}\n\n`))
   )
   fc.assert(fc.property(fc.constantFrom(...operations), fc.boolean(), body, fc.array(fc.nat(), { maxLength: 8 }), (operation, isSse, buf, points) => {
-    const u = run({ operation, sse: isSse, request: { json: { input: 'abc', n: 2 }, audioSeconds: 3 } }, cut(buf, points.map((p) => p % (buf.length + 1))))
+    const u = run({ meter: meterOf(operation), sse: isSse, request: { json: { input: 'abc', n: 2 }, audioSeconds: 3 } }, cut(buf, points.map((p) => p % (buf.length + 1))))
     for (const [k, v] of Object.entries(u)) {
       if (k === 'reported') continue
       if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1e9) throw new Error(`${operation}: ${k}=${String(v)}`)

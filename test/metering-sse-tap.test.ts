@@ -12,9 +12,10 @@ import { createMeter } from '../plugins/metering/meter.js'
 import { createUsageEventFilter } from '../plugins/metering/usage-chunk-filter.js'
 import { tokensFromChars, tokenUsage } from '../plugins/metering/usage.js'
 import { cut } from './helpers/chunks.js'
+import { meterOf } from './helpers/operations.js'
 
-const chat = tokenDialect('chat.completions') as TokenDialect
-const messages = tokenDialect('messages') as TokenDialect
+const chat = tokenDialect('chat')
+const messages = tokenDialect('messages')
 
 /** The exact reading: every event parsed. */
 function exact (dialect: TokenDialect, body: Buffer): StreamState {
@@ -29,7 +30,7 @@ function exact (dialect: TokenDialect, body: Buffer): StreamState {
 }
 
 function metered (dialect: TokenDialect, chunks: readonly Buffer[]): ReturnType<ReturnType<typeof createTokenMeter>['finish']> {
-  const meter = createTokenMeter(dialect, { operation: 'x', sse: true, request: { inputChars: 40 } })
+  const meter = createTokenMeter(dialect, { meter: meterOf('chat.completions'), sse: true, request: { inputChars: 40 } })
   for (const c of chunks) meter.onChunk(c)
   return meter.finish()
 }
@@ -101,7 +102,7 @@ t.test('property: metering and filtering in one walk = the meter and the usage f
   fc.assert(fc.property(chatStream, prefix, fc.array(fc.nat(), { maxLength: 12 }), (stream, lead, points) => {
     const body = Buffer.from(lead + stream)
     const chunks = cut(body, points.map((p) => p % (body.length + 1)))
-    const input = { operation: 'chat.completions', sse: true, request: { inputChars: 40 } }
+    const input = { meter: meterOf('chat.completions'), sse: true, request: { inputChars: 40 } }
     // Apart: the meter sees every chunk, the filter decides what the client gets.
     const apart = createMeter(input)
     const filter = createUsageEventFilter()
@@ -129,7 +130,7 @@ t.test('property: metering and filtering in one walk = the meter and the usage f
 t.test('one walk: a client that left still has its stream metered to the end', async (t) => {
   const usage = { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 }
   const body = Buffer.from(`data: {"choices":[{"delta":{"content":"hi"}}],"usage":null}\n\ndata: {"choices":[],"usage":${JSON.stringify(usage)}}`)
-  const meter = createMeter({ operation: 'chat.completions', sse: true, request: { inputChars: 40 }, dropUsageEvents: true })
+  const meter = createMeter({ meter: meterOf('chat.completions'), sse: true, request: { inputChars: 40 }, dropUsageEvents: true })
   for (const c of cut(body, [10, 60])) meter.filter?.push(c)
   // No filter.end(): the relay skips it once the client is gone; finish still reads the last event.
   const got = meter.finish()

@@ -6,16 +6,18 @@ import { compilePrice } from '../plugins/pricing/compile.js'
 import { costOf } from '../plugins/pricing/cost.js'
 import type { Usage } from '../plugins/pricing/usage-types.js'
 import { BYTES_PER_TOKEN, DEFAULT_MAX_OUTPUT_TOKENS, type WorstCaseInput, worstCaseUsage } from '../plugins/pricing/worst-case.js'
+import type { ParamPath } from '../plugins/operations/index.js'
+import { boundsOf, opOf } from './helpers/operations.js'
 
 const TOKEN: PriceConfig = { unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000 }
 const HEAD = 64 * 1024
 
 function jsonRequest (operation: string, body: Record<string, unknown>, model: WorstCaseInput['model'] = { pricing: TOKEN, maxOutputTokens: 16384 }): WorstCaseInput {
-  return { operation, model, json: body, bodyBytes: Buffer.byteLength(JSON.stringify(body)) }
+  return { bounds: boundsOf(operation), model, json: body, bodyBytes: Buffer.byteLength(JSON.stringify(body)) }
 }
 function upload (file: Buffer, operation = 'audio.transcriptions', mimeType = 'audio/wav'): WorstCaseInput {
   return {
-    operation,
+    bounds: boundsOf(operation),
     model: { pricing: { unit: 'audio_second', unit_price: '0.0001' } },
     multipart: { fields: { model: 'openai/whisper-1' }, files: [{ field: 'file', size: file.length, head: file.subarray(0, HEAD), mimeType }] },
     bodyBytes: file.length + 300
@@ -96,10 +98,10 @@ t.test('input tokens: one per body byte, at least 1, capped by the context windo
   const body = { model: 'm', messages: [{ role: 'user', content: 'héllo ✓' }] }
   const bytes = Buffer.byteLength(JSON.stringify(body))
   t.equal(worstCaseUsage(jsonRequest('chat.completions', body)).inputTokens, Math.ceil(bytes / BYTES_PER_TOKEN))
-  t.equal(worstCaseUsage({ operation: 'chat.completions', model: { pricing: TOKEN }, json: {}, bodyBytes: 7 }).inputTokens, 7)
-  t.equal(worstCaseUsage({ operation: 'chat.completions', model: { pricing: TOKEN }, bodyBytes: 0 }).inputTokens, 1)
-  t.equal(worstCaseUsage({ operation: 'chat.completions', model: { pricing: TOKEN, contextTokens: 1000 }, bodyBytes: 1_000_000 }).inputTokens, 1000)
-  t.throws(() => worstCaseUsage({ operation: 'x', model: { pricing: TOKEN }, bodyBytes: -1 }), RangeError)
+  t.equal(worstCaseUsage({ bounds: boundsOf('chat.completions'), model: { pricing: TOKEN }, json: {}, bodyBytes: 7 }).inputTokens, 7)
+  t.equal(worstCaseUsage({ bounds: boundsOf('chat.completions'), model: { pricing: TOKEN }, bodyBytes: 0 }).inputTokens, 1)
+  t.equal(worstCaseUsage({ bounds: boundsOf('chat.completions'), model: { pricing: TOKEN, contextTokens: 1000 }, bodyBytes: 1_000_000 }).inputTokens, 1000)
+  t.throws(() => worstCaseUsage({ bounds: boundsOf('chat.completions'), model: { pricing: TOKEN }, bodyBytes: -1 }), RangeError)
   const u = worstCaseUsage(jsonRequest('chat.completions', body))
   t.same([u.cachedInputTokens, u.calls, u.jobs, u.reported], [0, 1, 1, false])
 })
@@ -110,7 +112,7 @@ t.test('images: n, parameters.sampleCount, capped at 10', async (t) => {
   t.equal(worstCaseUsage(jsonRequest('images.generations', { model: 'm', prompt: 'a cat', n: 4 }, IMG)).images, 4)
   t.equal(worstCaseUsage(jsonRequest('images.generations', { n: 50 }, IMG)).images, 10)
   t.equal(worstCaseUsage(jsonRequest('genai.generateImages', { instances: [{ prompt: 'x' }], parameters: { sampleCount: 3 } }, IMG)).images, 3)
-  const edit: WorstCaseInput = { operation: 'images.edits', model: IMG, multipart: { fields: { n: '2', prompt: 'x' }, files: [] }, bodyBytes: 5000 }
+  const edit: WorstCaseInput = { bounds: boundsOf('images.edits'), model: IMG, multipart: { fields: { n: '2', prompt: 'x' }, files: [] }, bodyBytes: 5000 }
   t.equal(worstCaseUsage(edit).images, 2, 'multipart field')
   const priced = compilePrice(IMG.pricing)
   t.equal(costOf(priced, worstCaseUsage(jsonRequest('images.generations', { n: 3 }, IMG))), 120_000_000n)
@@ -124,7 +126,7 @@ t.test('speech: characters are code points of input', async (t) => {
   const u = worstCaseUsage(jsonRequest('audio.speech', { model: 'openai/tts-1', input: 'héllo 👋🏽', voice: 'alloy' }, TTS))
   t.equal(u.characters, 8)
   t.equal(costOf(compilePrice(TTS.pricing), u), 120_000n)
-  t.equal(worstCaseUsage({ operation: 'audio.speech', model: TTS, bodyBytes: 321 }).characters, 321, 'no input: body size bound')
+  t.equal(worstCaseUsage({ bounds: boundsOf('audio.speech'), model: TTS, bodyBytes: 321 }).characters, 321, 'no input: body size bound')
 })
 
 t.test('WAV: 2.5 s of 16 kHz mono → 2.5 s', async (t) => {
@@ -165,7 +167,7 @@ t.test('unreadable files are bounded at 8 kbit/s (size / 1000 s)', async (t) => 
   t.equal(worstCaseUsage(upload(noise, 'audio.transcriptions', 'audio/ogg')).audioSeconds, 50)
   const two: WorstCaseInput = { ...upload(noise), multipart: { fields: {}, files: [{ field: 'file', size: 2000, head: Buffer.alloc(0), mimeType: 'x' }, { field: 'file2', size: 500, head: Buffer.alloc(0), mimeType: 'x' }] } }
   t.equal(worstCaseUsage(two).audioSeconds, 2.5, 'files add up')
-  t.equal(worstCaseUsage({ operation: 'audio.transcriptions', model: upload(noise).model, bodyBytes: 1234 }).audioSeconds, 1.234, 'no file: body size')
+  t.equal(worstCaseUsage({ bounds: boundsOf('audio.transcriptions'), model: upload(noise).model, bodyBytes: 1234 }).audioSeconds, 1.234, 'no file: body size')
 })
 
 // Property: for any price list and request, no usage within the request's declared limits costs more than the hold.
@@ -191,16 +193,25 @@ t.test('property: worst-case cost ≥ actual cost for any usage within the decla
     fc.option(fc.integer({ min: 100, max: 100_000 }), { nil: undefined }), fc.integer({ min: 0, max: 300_000 }),
     fc.record({ input: fc.double({ min: 0, max: 1, noNaN: true }), cached: fc.double({ min: 0, max: 1, noNaN: true }), output: fc.double({ min: 0, max: 1, noNaN: true }), images: fc.double({ min: 0, max: 1, noNaN: true }), seconds: fc.double({ min: 0, max: 1, noNaN: true }), chars: fc.double({ min: 0, max: 1, noNaN: true }) }),
     (pricing, operation, maxTokens, modelMax, n, text, context, audioBytes, share) => {
+      const { bounds } = opOf(operation)
       const body: Record<string, unknown> = { model: 'm', input: text }
-      if (maxTokens !== undefined) body.max_tokens = maxTokens
-      if (n !== undefined) body.n = n
+      // Each limit goes where the operation reads it (chat max_tokens, genai generationConfig.maxOutputTokens, ...).
+      const put = (path: ParamPath | undefined, value: number | undefined): void => {
+        if (path === undefined || value === undefined) return
+        let at = body
+        for (const key of path.keys.slice(0, -1)) at = (at[key] ??= {}) as Record<string, unknown>
+        at[path.keys[path.keys.length - 1] ?? ''] = value
+      }
+      put(bounds.maxTokens[0], maxTokens)
+      put(bounds.count[0], n)
       const model = { pricing, ...(modelMax === undefined ? {} : { maxOutputTokens: modelMax }), ...(context === undefined ? {} : { contextTokens: context }) }
       const audio = mp3File(MPEG2_L3_16K_16K_MONO, Math.ceil(audioBytes / 72) + 2)
-      const req: WorstCaseInput = { operation, model, json: body, bodyBytes: Buffer.byteLength(JSON.stringify(body)) + audio.length, multipart: { fields: {}, files: [{ field: 'file', size: audio.length, head: audio.subarray(0, HEAD), mimeType: 'audio/mpeg' }] } }
+      const req: WorstCaseInput = { bounds, model, json: body, bodyBytes: Buffer.byteLength(JSON.stringify(body)) + audio.length, multipart: { fields: {}, files: [{ field: 'file', size: audio.length, head: audio.subarray(0, HEAD), mimeType: 'audio/mpeg' }] } }
       // The request's declared limits, computed independently of worstCaseUsage.
-      const perGeneration = maxTokens === undefined ? (modelMax ?? 4096) : Math.min(maxTokens, modelMax ?? Infinity)
-      const images = Math.min(n ?? 1, 10)
-      const generations = operation.includes('mage') ? images : (n ?? 1)
+      const perGeneration = maxTokens === undefined || bounds.maxTokens.length === 0 ? (modelMax ?? 4096) : Math.min(maxTokens, modelMax ?? Infinity)
+      const asked = bounds.count.length > 0 ? (n ?? 1) : 1
+      const images = Math.min(asked, 10)
+      const generations = bounds.countIsImages ? images : asked
       const inputLimit = Math.min(Math.max(1, Math.ceil(req.bodyBytes / BYTES_PER_TOKEN)), context ?? Infinity)
       const audioMillis = Math.ceil(audio.length * 8 / 16)
       const input = Math.floor(share.input * inputLimit)

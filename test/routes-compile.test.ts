@@ -26,8 +26,8 @@ t.test('plain paths, aliases and {id} parameters become Fastify routes sharing o
 
 t.test('{model} paths share one wildcard per prefix and dispatch on the action', async (t) => {
   const c = compileRoutes(config([
-    { path: '/genai/v1beta/models/{model}:generateContent', aliases: [], method: 'POST', family: 'genai', operation: 'g', body: ['json'], response: 'json' },
-    { path: '/genai/v1beta/models/{model}:streamGenerateContent', aliases: [], method: 'POST', family: 'genai', operation: 's', body: ['json'], response: 'sse' }
+    { path: '/genai/v1beta/models/{model}:generateContent', aliases: [], method: 'POST', family: 'genai', operation: 'genai.generateContent', body: ['json'], response: 'json' },
+    { path: '/genai/v1beta/models/{model}:streamGenerateContent', aliases: [], method: 'POST', family: 'genai', operation: 'genai.streamGenerateContent', body: ['json'], response: 'sse' }
   ]))
   t.equal(c.fastifyRoutes.length, 1)
   const w = c.fastifyRoutes[0]
@@ -40,11 +40,11 @@ t.test('{model} paths share one wildcard per prefix and dispatch on the action',
     }
     return [undefined, undefined]
   }
-  t.same(hit('openai%2Fgpt-4o:generateContent'), ['g', 'openai%2Fgpt-4o'])
-  t.same(hit('google/gemini-2.5-flash:streamGenerateContent'), ['s', 'google/gemini-2.5-flash'])
-  t.same(hit('a/b:c:generateContent'), ['g', 'a/b:c'], 'a colon inside the id stays in the id')
+  t.same(hit('openai%2Fgpt-4o:generateContent'), ['genai.generateContent', 'openai%2Fgpt-4o'])
+  t.same(hit('google/gemini-2.5-flash:streamGenerateContent'), ['genai.streamGenerateContent', 'google/gemini-2.5-flash'])
+  t.same(hit('a/b:c:generateContent'), ['genai.generateContent', 'a/b:c'], 'a colon inside the id stays in the id')
   t.same(hit('a/b:countTokens'), [undefined, undefined])
-  t.same(hit(':generateContent'), ['g', ''], 'an empty model segment still names the action (REQUEST_MODEL_REQUIRED, not a 404)')
+  t.same(hit(':generateContent'), ['genai.generateContent', ''], 'an empty model segment still names the action (REQUEST_MODEL_REQUIRED, not a 404)')
 })
 
 t.test('unknown paths take the envelope of their longest family prefix', async (t) => {

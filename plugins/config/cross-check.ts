@@ -2,6 +2,7 @@
 // entries, fallback graphs. Pure: config in, problems (with config paths) out; the loader
 // turns paths into YAML lines. Written to tolerate a config that failed the schema, since
 // the loader still runs it then to report every problem at once.
+import { checkOperations } from '../operations/check.js'
 import { compilePrice } from '../pricing/compile.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
 import { formatPath, type PathProblem, type PathSegment } from './problem.js'
@@ -12,6 +13,7 @@ export function crossCheck (config: GatewayConfig): CrossProblem[] {
   return [
     ...checkPools(config),
     ...checkRoutes(config),
+    ...checkOperations(config),
     ...checkModels(config),
     ...checkFallbacks(config),
     ...checkLimits(config),

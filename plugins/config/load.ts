@@ -1,6 +1,7 @@
 // loadConfig: read gateway.yaml and its includes, expand ${ENV}, validate against
 // schemas/, cross-check references, then freeze. Every problem of every stage is
 // collected with its file, line and column before anything is thrown.
+import { builtinOperationsRaw } from '../operations/builtin.js'
 import { crossCheck } from './cross-check.js'
 import type { Env } from './expand-env.js'
 import { ConfigError, formatPath, type ConfigProblem, type PathProblem } from './problem.js'
@@ -44,6 +45,7 @@ function analyze (file: string, env: Env): Analysis {
   // A file that did not parse leaves the merged config partial: schema errors would be noise.
   if (!sources.complete) return { problems: sortProblems(problems, files), config: undefined, files }
 
+  mergeBuiltinOperations(sources.merged)
   const data: unknown = sources.merged
   const schemaProblems = describeSchemaErrors(validateConfig(data), data)
   const shown = schemaProblems.filter((p) => !isTainted(sources, p))
@@ -64,6 +66,18 @@ function analyze (file: string, env: Env): Analysis {
 
   const sorted = sortProblems(problems, files)
   return { problems: sorted, config: sorted.length === 0 ? config : undefined, files }
+}
+
+/**
+ * The built-in operations (config/operations.yaml) under the file's own: an entry of the same
+ * name in gateway.yaml replaces the built-in one whole. Done before the schema runs, so the
+ * built-in entries get their defaults filled and count in the hash like the operator's. A
+ * section that is not a mapping is left for the schema to report.
+ */
+function mergeBuiltinOperations (merged: Record<string, unknown>): void {
+  const own = merged.operations
+  if (own !== undefined && own !== null && (typeof own !== 'object' || Array.isArray(own))) return
+  merged.operations = { ...builtinOperationsRaw(), ...(own ?? {}) }
 }
 
 /** A cross-check problem at or under a value the schema already rejected repeats it. */

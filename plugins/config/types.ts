@@ -48,6 +48,42 @@ export interface RouteConfig {
   upstream?: { pool: string; path: string }
 }
 
+export type MeterKind = 'tokens' | 'images' | 'transcription' | 'speech' | 'call' | 'job' | 'job_poll' | 'none'
+export type TokenDialectName = 'chat' | 'responses' | 'messages' | 'genai'
+export type JobRole = 'create' | 'poll' | 'content'
+
+export interface MeterConfig {
+  kind: MeterKind
+  /** For kind tokens: the wire format that reports the usage. */
+  dialect?: TokenDialectName
+  /** For kind images: the answer also bills one call. */
+  per_call?: boolean
+}
+
+export interface OperationJobConfig {
+  role: JobRole
+  /** Upstream id space of the job ids; a create and its poll name the same one. */
+  namespace: string
+}
+
+export interface OperationBoundsConfig {
+  /** Dotted body paths capping the output tokens of one generation. */
+  max_tokens: string[]
+  /** Dotted body paths asking for several generations. */
+  count: string[]
+  /** The count is a number of images (billed per image, capped by the model's max_images). */
+  count_is_images: boolean
+}
+
+/** One entry of `operations:` (and of the built-in config/operations.yaml). */
+export interface OperationConfig {
+  meter: MeterConfig
+  job?: OperationJobConfig
+  usage_chunk: boolean
+  video_parts: boolean
+  bounds: OperationBoundsConfig
+}
+
 export interface AuthHeaderConfig {
   name: string
   /** Authorization scheme, e.g. Bearer; absent means the whole value is the key. */
@@ -106,6 +142,8 @@ export interface ModelConfig {
   fallbacks: string[]
   /** Largest output a request can ask for; the worst-case hold uses it. */
   max_output_tokens?: number
+  /** Most images one request may ask for (default 10); more is MODEL_PARAMETER_UNSUPPORTED. */
+  max_images?: number
   requires_topup?: boolean
 }
 
@@ -166,6 +204,11 @@ export interface GatewayConfig {
   families: Record<FamilyName, FamilyConfig>
   auth: AuthConfig
   routes: RouteConfig[]
+  /**
+   * Operations by name. After loadConfig: the built-in entries merged with gateway.yaml's.
+   * Optional for configs built by hand; compileOperations adds the built-in entries itself.
+   */
+  operations?: Record<string, OperationConfig>
   providers: Record<string, ProviderConfig>
   pools: Record<string, PoolMember[]>
   models: ModelConfig[]

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
+import { operationsPlugin } from '../operations/index.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import { pipelineHost, type PipelineStats } from '../pipeline/host.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
@@ -56,6 +57,7 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     requestPlugin(config.server),
     modelsPlugin(models),
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
+    operationsPlugin(),
     walletPlugin({ ledger: store.ledger, jobs: store.jobs, models, clock, config: config.wallet }),
     upstreamPlugin({ config, models, ...(parts.random ? { random: parts.random } : {}) }),
     requestLogPlugin({ writer: services.requestLog, clock })

@@ -1,4 +1,5 @@
 import type { PriceConfig } from '../config/types.js'
+import type { MeterSpec } from '../operations/compile.js'
 import type { ChunkFilter } from './usage-chunk-filter.js'
 import type { Usage } from './usage.js'
 
@@ -15,8 +16,8 @@ export interface RequestFacts {
 }
 
 export interface MeterInput {
-  /** The route's operation name from gateway.yaml (`chat.completions`, `genai.generateImages`, ...). */
-  operation: string
+  /** The operation's meter, from the compiled operations table (`plan.op.meter`). */
+  meter: MeterSpec
   /** Whether the answer was relayed as server-sent events (a hint; the body's first bytes decide). */
   sse: boolean
   request: RequestFacts

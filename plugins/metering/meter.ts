@@ -13,39 +13,33 @@ import { emptyUsage, tokensFromChars, tokenUsage, type Usage } from './usage.js'
 
 export type { Meter, MeterInput, RequestFacts } from './meter-types.js'
 
-const IMAGE_OPERATIONS: ReadonlySet<string> = new Set(['images.generations', 'genai.generateImages', 'genai.editImage', 'genai.upscaleImage'])
-const JOB_OPERATIONS: ReadonlySet<string> = new Set(['videos.create', 'music.create', 'genai.generateVideos'])
-const JOB_POLL_OPERATIONS: ReadonlySet<string> = new Set(['videos.get', 'jobs.get'])
-
-/** Operations the meter knows how to read. Others (job polls, content downloads) bill nothing. */
-export const METERED_OPERATIONS: ReadonlySet<string> = new Set([
-  'chat.completions', 'responses', 'messages', 'genai.generateContent', 'genai.streamGenerateContent',
-  ...IMAGE_OPERATIONS, 'images.edits', 'audio.transcriptions', 'audio.speech', ...JOB_OPERATIONS
-])
+const ONE_CALL: Usage = { ...emptyUsage(), calls: 1, reported: true }
 
 function fixedMeter (usage: Usage): Meter {
   return { onChunk: () => {}, finish: () => ({ ...usage }) }
 }
 
 function meterFor (input: MeterInput): Meter {
-  const dialect = tokenDialect(input.operation)
-  if (dialect) return createTokenMeter(dialect, input)
-  if (IMAGE_OPERATIONS.has(input.operation)) return createImageMeter(input, false)
-  if (JOB_OPERATIONS.has(input.operation)) return createJobMeter()
-  if (JOB_POLL_OPERATIONS.has(input.operation)) return createJobPollMeter()
-  switch (input.operation) {
-    case 'images.edits': return createImageMeter(input, true)
-    case 'audio.transcriptions': return createTranscriptionMeter(input)
-    case 'audio.speech': return createSpeechMeter(input)
-    default: return fixedMeter(emptyUsage())
+  const spec = input.meter
+  switch (spec.kind) {
+    case 'tokens': return createTokenMeter(tokenDialect(spec.dialect), input)
+    case 'images': return createImageMeter(input, spec.perCall)
+    case 'transcription': return createTranscriptionMeter(input)
+    case 'speech': return createSpeechMeter(input)
+    // The upstream answered (2xx): that answer is the one call billed.
+    case 'call': return fixedMeter(ONE_CALL)
+    case 'job': return createJobMeter()
+    case 'job_poll': return createJobPollMeter()
+    case 'none': return fixedMeter(emptyUsage())
   }
 }
 
 /** What is billed when a meter itself failed: the request's estimate, marked as such. */
 function fallbackUsage (input: MeterInput): Usage {
   const usage = tokenUsage(undefined, { inputTokens: tokensFromChars(requestChars(input.request)), outputTokens: 0 })
-  if (input.operation === 'images.edits') usage.calls = 1
-  if (JOB_OPERATIONS.has(input.operation)) usage.jobs = 1
+  const spec = input.meter
+  if ((spec.kind === 'images' && spec.perCall) || spec.kind === 'call') usage.calls = 1
+  if (spec.kind === 'job') usage.jobs = 1
   return usage
 }
 

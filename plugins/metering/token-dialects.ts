@@ -2,6 +2,7 @@
 // small pure functions. A dialect reads one whole JSON answer (its captured top-level values)
 // or one SSE event at a time; it never decides what the numbers are worth (see usage.ts).
 
+import type { TokenDialectName } from '../config/types.js'
 import { isRecord } from './body-reader.js'
 import { codePoints } from './request-text.js'
 import { tokenSum, type RawUsage, type UsageField } from './usage.js'
@@ -176,14 +177,9 @@ const genai: TokenDialect = {
   }
 }
 
-/** The dialect of a token-billed text operation, or undefined. */
-export function tokenDialect (operation: string): TokenDialect | undefined {
-  switch (operation) {
-    case 'chat.completions': return chat
-    case 'responses': return responses
-    case 'messages': return messages
-    case 'genai.generateContent':
-    case 'genai.streamGenerateContent': return genai
-    default: return undefined
-  }
+const DIALECTS: Readonly<Record<TokenDialectName, TokenDialect>> = { chat, responses, messages, genai }
+
+/** A token dialect by the name an operation's meter gives (config/operations.yaml). */
+export function tokenDialect (name: TokenDialectName): TokenDialect {
+  return DIALECTS[name]
 }

@@ -58,13 +58,14 @@ export function inputModalities (json: Record<string, unknown>): InputModalities
   return found
 }
 
-/** Operations whose wire format has no video part: video belongs on :generateContent. */
-const NO_VIDEO_OPERATIONS: ReadonlySet<string> = new Set(['chat.completions', 'responses', 'messages'])
+/** The operation facts the check reads: whether its wire format has a video part at all. */
+export interface CapabilityOperation { readonly videoParts: boolean }
 
-export function checkCapabilities (model: CompiledModel, operation: string, json: Record<string, unknown>): void {
+export function checkCapabilities (model: CompiledModel, op: CapabilityOperation, json: Record<string, unknown>): void {
   const found = inputModalities(json)
   if (found.video) {
-    if (NO_VIDEO_OPERATIONS.has(operation)) throw gatewayError('REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED', { param: 'messages' })
+    // Without a video part in the wire format, video belongs on :generateContent.
+    if (!op.videoParts) throw gatewayError('REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED', { param: 'messages' })
     if (!model.capabilities.has('video_input')) throw gatewayError('MODEL_VIDEO_INPUT_UNSUPPORTED', { param: 'model' })
   }
   if (found.image && !model.capabilities.has('vision')) throw gatewayError('MODEL_VISION_UNSUPPORTED', { param: 'model' })

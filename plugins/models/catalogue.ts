@@ -1,6 +1,7 @@
 import type { GatewayConfig, ModelConfig, ModelStatus, PriceConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import { compilePrice, type CompiledPrice } from '../pricing/compile.js'
+import { MAX_IMAGES } from '../pricing/worst-case.js'
 
 export interface CompiledModel {
   readonly id: string
@@ -15,6 +16,8 @@ export interface CompiledModel {
   /** Exact integer rates compiled from the decimal prices at boot. */
   readonly price: CompiledPrice
   readonly maxOutputTokens: number | undefined
+  /** Most images one request may ask for: `max_images`, else MAX_IMAGES. */
+  readonly maxImages: number
   readonly requiresTopup: boolean
   readonly config: ModelConfig
 }
@@ -40,6 +43,7 @@ export function compileModels (config: GatewayConfig): ModelCatalogue {
       pricing: m.pricing,
       price: compilePrice(m.pricing, `models[${i}].pricing`),
       maxOutputTokens: m.max_output_tokens,
+      maxImages: m.max_images ?? MAX_IMAGES,
       requiresTopup: m.requires_topup === true,
       config: m
     }))

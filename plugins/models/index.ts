@@ -20,7 +20,7 @@ export function modelsPlugin (models: ModelCatalogue): GatewayPlugin {
         ctx.requestedModelId = id
         ctx.model = models.resolve(id, ctx.plan.operation)
       }
-      if (ctx.body?.kind === 'json') checkCapabilities(ctx.model, ctx.plan.operation, ctx.body.json)
+      if (ctx.body?.kind === 'json') checkCapabilities(ctx.model, ctx.plan.op, ctx.body.json)
     }
   }
 }

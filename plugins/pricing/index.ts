@@ -4,6 +4,6 @@ export { type CompiledPrice, type PriceUnit, type Rate, compilePrice } from './c
 export { billableMillis, costOf } from './cost.js'
 export { type AudioDuration, type DurationSource, LOWEST_BYTES_PER_SECOND, readAudioDuration, sizeBoundMillis } from './audio-duration.js'
 export {
-  BYTES_PER_TOKEN, DEFAULT_MAX_OUTPUT_TOKENS, IMAGE_OPERATIONS, MAX_IMAGES, type WorstCaseFile, type WorstCaseInput,
+  BYTES_PER_TOKEN, DEFAULT_MAX_OUTPUT_TOKENS, MAX_IMAGES, type WorstCaseFile, type WorstCaseInput,
   outputTokensPerGeneration, worstCaseUsage
 } from './worst-case.js'

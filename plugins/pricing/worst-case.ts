@@ -1,17 +1,18 @@
 // The usage a request is held for before it is sent: an upper bound on what the upstream can
 // bill for it, priced by the caller with costOf. Bounds, field by field:
 //
-// outputTokens  the largest of max_tokens / max_completion_tokens / max_output_tokens /
-//               generationConfig.maxOutputTokens (or generation_config.max_output_tokens) the body
-//               has, capped by the model's maxOutputTokens; the model's maxOutputTokens when the body
-//               has none, or DEFAULT_MAX_OUTPUT_TOKENS (4096) when the model declares none either.
-//               Multiplied by the number of generations asked for: images for image operations,
-//               otherwise `n` (chat choices) or generationConfig.candidateCount.
+// outputTokens  the largest of the operation's max-tokens parameters (`bounds.maxTokens`, e.g.
+//               max_tokens / max_completion_tokens for chat, generationConfig.maxOutputTokens for
+//               genai) the body has, capped by the model's maxOutputTokens; the model's
+//               maxOutputTokens when the body has none, or DEFAULT_MAX_OUTPUT_TOKENS (4096) when the
+//               model declares none either. Multiplied by the number of generations asked for (the
+//               largest of `bounds.count`: chat `n`, genai candidateCount, or the images).
 // inputTokens   bodyBytes (one token per byte), at least 1, capped by the model's contextTokens.
 //               Every text token is at least one byte of the body, so text can never exceed it;
 //               media given by URL (image_url, file_data) can, and is then billed past the hold.
-// images        `n`, `parameters.sampleCount` or generationConfig.candidateCount (the largest
-//               present; default 1), capped at MAX_IMAGES (10).
+// images        the largest of `bounds.count` (`n`, `parameters.sampleCount`, candidateCount;
+//               default 1), capped at the model's maxImages (default MAX_IMAGES, 10); for an
+//               operation whose count is images, checkBillableParameters refuses a larger one first.
 // characters    Unicode code points of a string `input` (speech); otherwise the body size, since a
 //               code point is at least one byte.
 // audioSeconds  per uploaded file, its duration read from the WAV/MP3/FLAC header, else
@@ -20,6 +21,7 @@
 // calls, jobs   1.
 // Integer fields are clamped to Number.MAX_SAFE_INTEGER.
 import type { PriceConfig } from '../config/types.js'
+import type { OperationBounds, ParamPath } from '../operations/compile.js'
 import { readAudioDuration, sizeBoundMillis } from './audio-duration.js'
 import type { Usage } from './usage-types.js'
 
@@ -37,23 +39,14 @@ export interface WorstCaseFile {
 }
 
 export interface WorstCaseInput {
-  operation: string
-  model: { pricing: PriceConfig; maxOutputTokens?: number; contextTokens?: number }
+  /** The operation's parameters that bound the answer (`plan.op.bounds`). */
+  bounds: OperationBounds
+  model: { pricing: PriceConfig; maxOutputTokens?: number; contextTokens?: number; maxImages?: number }
   json?: Record<string, unknown>
   multipart?: { fields: Record<string, string>; files: WorstCaseFile[] }
   /** Size of the whole request body in bytes. */
   bodyBytes: number
 }
-
-/** Operations whose generations are images, so `n` counts images and scales output tokens. */
-export const IMAGE_OPERATIONS: ReadonlySet<string> = new Set([
-  'images.generations', 'images.edits', 'genai.generateImages', 'genai.editImage', 'genai.upscaleImage'
-])
-
-const MAX_TOKEN_PATHS = [['max_tokens'], ['max_completion_tokens'], ['max_output_tokens'],
-  ['generationConfig', 'maxOutputTokens'], ['generation_config', 'max_output_tokens']]
-const IMAGE_COUNT_PATHS = [['n'], ['parameters', 'sampleCount'], ['generationConfig', 'candidateCount'], ['generation_config', 'candidate_count']]
-const CHOICE_PATHS = [['n'], ['generationConfig', 'candidateCount'], ['generation_config', 'candidate_count']]
 
 /** A positive safe integer, from a JSON number or a multipart field of digits; else undefined. */
 function positiveInt (v: unknown): number | undefined {
@@ -61,8 +54,8 @@ function positiveInt (v: unknown): number | undefined {
   return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : undefined
 }
 
-function valueAt (input: WorstCaseInput, path: string[]): unknown {
-  const [first, ...rest] = path
+function valueAt (input: WorstCaseInput, path: ParamPath): unknown {
+  const [first, ...rest] = path.keys
   if (first === undefined) return undefined
   let v: unknown = input.json?.[first] ?? (rest.length === 0 ? input.multipart?.fields[first] : undefined)
   for (const key of rest) v = v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined
@@ -70,7 +63,7 @@ function valueAt (input: WorstCaseInput, path: string[]): unknown {
 }
 
 /** The largest valid positive integer among `paths`, or undefined when none is given. */
-function largest (input: WorstCaseInput, paths: string[][]): number | undefined {
+function largest (input: WorstCaseInput, paths: readonly ParamPath[]): number | undefined {
   let best: number | undefined
   for (const path of paths) {
     const v = positiveInt(valueAt(input, path))
@@ -84,7 +77,7 @@ const clamp = (n: number): number => Math.min(n, Number.MAX_SAFE_INTEGER)
 /** Output tokens of one generation: the body's limit capped by the model's, or the model's, or 4096. */
 export function outputTokensPerGeneration (input: WorstCaseInput): number {
   const cap = positiveInt(input.model.maxOutputTokens)
-  const asked = largest(input, MAX_TOKEN_PATHS)
+  const asked = largest(input, input.bounds.maxTokens)
   if (asked === undefined) return cap ?? DEFAULT_MAX_OUTPUT_TOKENS
   return cap === undefined ? asked : Math.min(asked, cap)
 }
@@ -94,8 +87,11 @@ export function worstCaseUsage (input: WorstCaseInput): Usage {
   const { bodyBytes } = input
   if (!Number.isSafeInteger(bodyBytes) || bodyBytes < 0) throw new RangeError(`bodyBytes must be a non-negative integer, got ${bodyBytes}`)
 
-  const images = Math.min(largest(input, IMAGE_COUNT_PATHS) ?? 1, MAX_IMAGES)
-  const generations = IMAGE_OPERATIONS.has(input.operation) ? images : (largest(input, CHOICE_PATHS) ?? 1)
+  const { count, countIsImages } = input.bounds
+  const asked = largest(input, count) ?? 1
+  // Images are bounded even where the count is choices: a per-image model may serve any operation.
+  const images = Math.min(asked, positiveInt(input.model.maxImages) ?? MAX_IMAGES)
+  const generations = countIsImages ? images : asked
   const outputTokens = clamp(outputTokensPerGeneration(input) * generations)
 
   const context = positiveInt(input.model.contextTokens)

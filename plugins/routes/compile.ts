@@ -1,4 +1,5 @@
 import type { BodyKind, EnvelopeKind, GatewayConfig, RouteConfig } from '../config/types.js'
+import { compileOperations, type CompiledOperation, type CompiledOperations } from '../operations/compile.js'
 
 export interface RoutePlan {
   /** `METHOD path` of the declaration (aliases share the plan). */
@@ -8,9 +9,12 @@ export interface RoutePlan {
   readonly family: string
   readonly envelope: EnvelopeKind
   readonly operation: string
+  /** The compiled facts of `operation`: meter, job role, usage chunk, worst-case bounds. */
+  readonly op: CompiledOperation
   readonly body: readonly BodyKind[]
   readonly itemLimits: Readonly<Record<string, number>>
   readonly response: RouteConfig['response']
+  /** The operation's job role (the route's own `job` must agree with it). */
   readonly job: RouteConfig['job']
   readonly upstream: RouteConfig['upstream']
   /** True when the model id comes from a `{model}` path segment. */
@@ -45,7 +49,7 @@ function toFastifyPath (template: string): string {
 }
 
 /** Pure: config in, route plans out. Request-time code only ever sees the plans. */
-export function compileRoutes (config: GatewayConfig): CompiledRoutes {
+export function compileRoutes (config: GatewayConfig, operations: CompiledOperations = compileOperations(config)): CompiledRoutes {
   const plans: RoutePlan[] = []
   const plain: FastifyRouteSpec[] = []
   const wildcards = new Map<string, { method: RouteConfig['method'], prefix: string, matchers: ModelMatcher[] }>()
@@ -53,6 +57,8 @@ export function compileRoutes (config: GatewayConfig): CompiledRoutes {
   for (const r of config.routes) {
     const family = config.families[r.family]
     if (!family) throw new Error(`route ${r.path} names unknown family ${r.family}`)
+    const op = operations.get(r.operation)
+    if (!op) throw new Error(`route ${r.path} names unknown operation ${r.operation}`)
     const plan: RoutePlan = Object.freeze({
       id: `${r.method} ${r.path}`,
       method: r.method,
@@ -60,10 +66,11 @@ export function compileRoutes (config: GatewayConfig): CompiledRoutes {
       family: r.family,
       envelope: family.envelope,
       operation: r.operation,
+      op,
       body: Object.freeze([...(r.body ?? ['json'])]),
       itemLimits: Object.freeze({ ...(r.item_limits ?? {}) }),
       response: r.response ?? 'auto',
-      job: r.job,
+      job: op.job?.role,
       upstream: r.upstream,
       modelInPath: r.path.includes('{model}')
     })

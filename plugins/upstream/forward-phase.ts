@@ -43,12 +43,12 @@ function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer
 }
 
 /**
- * A streamed chat completion always asks the upstream for its usage chunk, so the charge is
+ * A stream of an operation that may get a usage chunk (chat completions) always asks the upstream for it, so the charge is
  * reported rather than estimated; `filter` is true when the client did not ask for it, and the
  * chunk must then be dropped from its stream.
  */
 function withUsageRequested (ctx: RequestContext, body: Buffer | undefined): { body: Buffer | undefined, filter: boolean } {
-  if (!body || ctx.plan.operation !== 'chat.completions' || ctx.body?.kind !== 'json' || ctx.body.json.stream !== true) return { body, filter: false }
+  if (!body || !ctx.plan.op.usageChunk || ctx.body?.kind !== 'json' || ctx.body.json.stream !== true) return { body, filter: false }
   const injected = injectIncludeUsage(body)
   return injected ? { body: injected, filter: true } : { body, filter: false }
 }
@@ -58,7 +58,7 @@ function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolea
   const body = ctx.body
   const audio = body?.kind === 'multipart' ? body.summary.files.find((f) => f.field === 'file') : undefined
   return createMeter({
-    operation: ctx.plan.operation,
+    meter: ctx.plan.op.meter,
     sse,
     status,
     dropUsageEvents,

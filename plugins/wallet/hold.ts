@@ -22,9 +22,6 @@ export function holdOf (ctx: RequestContext): RequestHold | undefined {
   return ctx.state.hold
 }
 
-/** Operations whose charge comes when an asynchronous job ends: their hold lives longer. */
-export const JOB_OPERATIONS: ReadonlySet<string> = new Set(['videos.create', 'music.create', 'genai.generateVideos'])
-
 export interface WalletDeps {
   ledger: LedgerStore
   config: WalletConfig
@@ -34,8 +31,8 @@ export interface WalletDeps {
 export function worstCaseCost (ctx: RequestContext, model: CompiledModel): bigint {
   const body = ctx.body
   const usage = worstCaseUsage({
-    operation: ctx.plan.operation,
-    model: { pricing: model.pricing, ...(model.maxOutputTokens === undefined ? {} : { maxOutputTokens: model.maxOutputTokens }) },
+    bounds: ctx.plan.op.bounds,
+    model: { pricing: model.pricing, maxImages: model.maxImages, ...(model.maxOutputTokens === undefined ? {} : { maxOutputTokens: model.maxOutputTokens }) },
     ...(body?.kind === 'json' ? { json: body.json } : {}),
     ...(body?.kind === 'multipart' ? { multipart: { fields: body.summary.fields, files: body.summary.files } } : {}),
     bodyBytes: body?.raw.length ?? 0
@@ -61,7 +58,8 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
       await deps.ledger.release(previous.holdId)
     }
     const amount = worstCaseCost(ctx, model)
-    const ttlMs = JOB_OPERATIONS.has(ctx.plan.operation) ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms
+    // A job's charge comes when the job ends: its hold lives longer.
+    const ttlMs = ctx.plan.op.job?.role === 'create' ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms
     const held = await deps.ledger.hold({ accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs })
     if (!held.ok) {
       delete ctx.state.hold

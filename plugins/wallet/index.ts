@@ -3,7 +3,7 @@ import type { RequestHold } from './hold.js'
 import { holdWorstCase, type WalletDeps } from './hold.js'
 import { billingStatusFor, settle, type SettleDeps, type Settled } from './settle.js'
 
-export { holdOf, worstCaseCost, JOB_OPERATIONS, type RequestHold } from './hold.js'
+export { holdOf, worstCaseCost, type RequestHold } from './hold.js'
 export { chargeFor, billingStatusFor, type Settled } from './settle.js'
 
 declare module '../pipeline/context.js' {

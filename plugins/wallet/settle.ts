@@ -6,7 +6,7 @@ import type { ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
 import type { JobHoldStore } from '../store/jobs/types.js'
 import type { LedgerStore } from '../store/ledger/types.js'
-import { holdOf, JOB_OPERATIONS } from './hold.js'
+import { holdOf } from './hold.js'
 
 export interface SettleDeps {
   ledger: LedgerStore
@@ -15,15 +15,10 @@ export interface SettleDeps {
   clock: Clock
 }
 
-/** Which upstream job namespace an operation's job ids live in (a create and its poll agree). */
-const JOB_KIND: Readonly<Record<string, string>> = {
-  'videos.create': 'video',
-  'videos.get': 'video',
-  'music.create': 'music',
-  'jobs.get': 'music',
-  'genai.generateVideos': 'genai-operation'
+/** Where a job's hold is recorded: its operation's job namespace (a create and its poll agree) and the upstream id. */
+function jobRef (ctx: RequestContext, id: string): string {
+  return `${ctx.plan.op.job?.namespace ?? ''}:${id}`
 }
-const JOB_POLLS: ReadonlySet<string> = new Set(['videos.get', 'jobs.get'])
 const ONE_JOB: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, images: 0, audioSeconds: 0, characters: 0, calls: 0, jobs: 1, reported: true }
 
 export interface Settled {
@@ -78,7 +73,7 @@ function billingDecision (ctx: RequestContext, outcome: Outcome, usage: Usage | 
   if (outcome.httpStatus >= 400) return NOT_BILLED
   // The provider broke its answer before producing anything: nothing was delivered to bill.
   if (outcome.kind === 'stream_interrupted' && !producedOutput(usage)) return NOT_BILLED
-  if (JOB_OPERATIONS.has(ctx.plan.operation)) return { status: 'PENDING', charge: 0n }
+  if (ctx.plan.op.job?.role === 'create') return { status: 'PENDING', charge: 0n }
   const charge = chargeFor(outcome, usage)
   return charge > 0n ? { status: 'BILLED', charge } : NOT_BILLED
 }
@@ -91,7 +86,7 @@ async function settleJobFromPoll (deps: SettleDeps, ctx: RequestContext, outcome
   const status = outcome.job?.status
   if (outcome.httpStatus >= 400 || (status !== 'completed' && status !== 'failed')) return NOTHING
   const id = outcome.job?.id ?? ctx.params.id
-  const taken = id === undefined ? null : await deps.jobs.take(`${JOB_KIND[ctx.plan.operation] ?? ''}:${id}`)
+  const taken = id === undefined ? null : await deps.jobs.take(jobRef(ctx, id))
   if (!taken) return NOTHING
   const base = { held: null, holdId: taken.holdId }
   const model = deps.models.get(taken.modelId)
@@ -109,7 +104,7 @@ async function settleJobFromPoll (deps: SettleDeps, ctx: RequestContext, outcome
  * whole hold. An accepted job keeps its hold until a poll sees the job end.
  */
 export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Outcome, usage: Usage | null): Promise<Settled> {
-  if (JOB_POLLS.has(ctx.plan.operation)) return await settleJobFromPoll(deps, ctx, outcome)
+  if (ctx.plan.op.job?.role === 'poll') return await settleJobFromPoll(deps, ctx, outcome)
   const { ledger } = deps
   const hold = holdOf(ctx)
   if (!hold || hold.closed) return NOTHING
@@ -124,7 +119,7 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
       return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, capped: false }
     }
     await withRetry(async () => await deps.jobs.record({
-      jobRef: `${JOB_KIND[ctx.plan.operation] ?? ''}:${jobId}`,
+      jobRef: jobRef(ctx, jobId),
       holdId: hold.holdId,
       accountId: hold.accountId,
       modelId: outcome.answeredModel?.id ?? hold.model.id,

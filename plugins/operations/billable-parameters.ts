@@ -1,0 +1,65 @@
+// The body parameters that bound a request's worst-case cost are checked before the hold:
+// a value the hold could not honestly bound (a string, 2.5, 1e23, -5, 0) would be held as the
+// default and forwarded as is, and the upstream could then produce, and bill, far more.
+//
+// The split, applied to every bound parameter alike:
+//   REQUEST_INVALID              the value is not a positive safe integer (wrong JSON type,
+//                                fraction, above 2^53 - 1, zero or negative; a multipart field
+//                                that is not plain decimal digits). The request is malformed
+//                                whatever the model.
+//   MODEL_PARAMETER_UNSUPPORTED  a positive integer above the model's declared range: a
+//                                max-tokens parameter above its max_output_tokens, an image
+//                                count above its max_images (default 10).
+// A parameter that is absent or JSON null is the upstream's default and bounded as such.
+import { gatewayError } from '../errors/index.js'
+import type { ParsedBody } from '../request/body.js'
+import type { CompiledOperation, ParamPath } from './compile.js'
+
+/** What a model declares about its range. */
+export interface ParameterRange {
+  readonly maxOutputTokens: number | undefined
+  readonly maxImages: number
+}
+
+const DIGITS = /^[0-9]{1,16}$/
+
+/** The value at `path` in a JSON body, or in a multipart text field of a one-step path. */
+export function paramValue (body: ParsedBody | undefined, path: ParamPath): unknown {
+  if (body === undefined) return undefined
+  if (body.kind === 'multipart') return path.keys.length === 1 ? body.summary.fields[path.name] : undefined
+  let v: unknown = body.json
+  for (const key of path.keys) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined
+    v = (v as Record<string, unknown>)[key]
+  }
+  return v
+}
+
+/** The positive safe integer a parameter holds, undefined when absent; throws REQUEST_INVALID otherwise. */
+function positiveInteger (body: ParsedBody | undefined, path: ParamPath): number | undefined {
+  const v = paramValue(body, path)
+  if (v === undefined || v === null) return undefined
+  const n = typeof v === 'string' && body?.kind === 'multipart' && DIGITS.test(v) ? Number(v) : v
+  if (typeof n === 'number' && Number.isSafeInteger(n) && n > 0) return n
+  throw gatewayError('REQUEST_INVALID', { param: path.name, detail: `"${path.name}" must be a positive integer.` })
+}
+
+/**
+ * Throws the catalogue error of the first bound parameter that is malformed or out of the
+ * model's range; returns when every one is absent or acceptable. Pure.
+ */
+export function checkBillableParameters (op: CompiledOperation, model: ParameterRange, body: ParsedBody | undefined): void {
+  const { maxTokens, count, countIsImages } = op.bounds
+  for (const path of maxTokens) {
+    const n = positiveInteger(body, path)
+    if (n !== undefined && model.maxOutputTokens !== undefined && n > model.maxOutputTokens) {
+      throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param: path.name, detail: `"${path.name}" is above this model's limit of ${model.maxOutputTokens}.` })
+    }
+  }
+  for (const path of count) {
+    const n = positiveInteger(body, path)
+    if (n !== undefined && countIsImages && n > model.maxImages) {
+      throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param: path.name, detail: `"${path.name}" is above this model's limit of ${model.maxImages} images.` })
+    }
+  }
+}

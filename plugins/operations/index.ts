@@ -1,0 +1,8 @@
+export {
+  billsSomething, compileOperation, compileOperations, operationEntries,
+  type CompiledOperation, type CompiledOperations, type MeterSpec, type OperationBounds, type OperationJob, type ParamPath
+} from './compile.js'
+export { builtinOperations, builtinOperationsFile, builtinOperationsRaw } from './builtin.js'
+export { checkBillableParameters, paramValue, type ParameterRange } from './billable-parameters.js'
+export { checkOperations } from './check.js'
+export { operationsPlugin } from './plugin.js'
