@@ -10,7 +10,7 @@ export interface FinishDeps extends SettleDeps {
   log: FastifyBaseLogger
 }
 
-const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, capped: false }
+const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, overage: null }
 
 /** The request log row of a finished request; never holds the key, only its id. */
 export function requestRow (ctx: RequestContext, outcome: Outcome, settled: Settled, now: Date): RequestLogRow {
@@ -45,6 +45,7 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, settled: Sett
     held: settled.held,
     holdId: settled.holdId,
     postingId: settled.postingId,
+    overage: settled.overage,
     billingStatus: settled.billing,
     overheadMs: outcome.overheadMs,
     upstreamMs: outcome.upstreamMs,
