@@ -6,7 +6,8 @@ import type { Stage } from '../gateway/stages.js'
 import type { CompiledModel } from '../models/catalogue.js'
 import { costOf } from '../pricing/cost.js'
 import { parseMoney } from '../pricing/money.js'
-import { worstCaseUsage } from '../pricing/worst-case.js'
+import { urlMediaHold } from '../pricing/url-media.js'
+import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 
 const WALLET_SLOT = 'wallet'
@@ -33,17 +34,19 @@ export interface WalletStageDeps {
   config: WalletConfig
 }
 
-/** Worst-case cost of the request at this model's price. */
+/** Worst-case cost of the request at this model's price, media sent by URL included. */
 export function worstCaseCost (ctx: RequestContext, model: CompiledModel): bigint {
   const body = ctx.body
-  const usage = worstCaseUsage({
+  const input: WorstCaseInput = {
     operation: ctx.plan.operation,
     model: { pricing: model.pricing, ...(model.maxOutputTokens === undefined ? {} : { maxOutputTokens: model.maxOutputTokens }) },
     ...(body?.kind === 'json' ? { json: body.json } : {}),
     ...(body?.kind === 'multipart' ? { multipart: { fields: body.summary.fields, files: body.summary.files } } : {}),
     bodyBytes: body?.raw.length ?? 0
-  })
-  return costOf(model.price, usage)
+  }
+  // The walk for URL media runs only for models that price it: the common path stays flat.
+  const media = model.price.urlMediaItem === undefined ? 0n : urlMediaHold(model.price, worstCaseUrlMedia(input))
+  return costOf(model.price, worstCaseUsage(input)) + media
 }
 
 /**
