@@ -108,3 +108,25 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     t.equal(ledger.charges[0]?.overage, null, 'a charge within its hold is not marked')
   })
 }
+
+t.test('an estimate above the hold is not an overage: the hold bounds what the gateway counted', async (t) => {
+  const gw = await startTestGateway({ credit: '1.00' })
+  t.teardown(() => gw.close())
+  const cap = capturingFetch()
+  const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0, fetch: cap.fetch })
+  const before = (await gw.services.store.ledger.wallet(gw.account.id)).balance
+  // Twenty generated words of up to 24 characters: about 120 tokens by the four-characters rule,
+  // for a request held for 20 output tokens. The provider reports nothing, so the gateway estimates.
+  const long = 'abcdefghijklmnopqrstuvwx'
+  await openai.chat.completions.create(
+    { model: MODEL, max_tokens: 20, messages: [{ role: 'user', content: `${long} ${long} ${long}` }] },
+    { headers: { 'x-mock-usage': 'none', 'x-mock-chunks': '20' } }
+  )
+  const row = await settledRow(gw, cap.last().response?.headers.get('x-request-id') ?? '')
+  t.equal(row.usageReported, false, 'estimated')
+  const estimated = expectedCost(price, { inputTokens: row.usage?.inputTokens ?? 0, outputTokens: row.usage?.outputTokens ?? 0 })
+  t.ok(row.held !== null && estimated > row.held, `the estimate (${estimated}) is above the hold (${String(row.held)})`)
+  t.equal(row.cost, row.held, 'the charge is the hold: an estimate is never posted above it')
+  t.equal(row.overage, null, 'no overage mark')
+  t.equal((await gw.services.store.ledger.wallet(gw.account.id)).balance, before - (row.held ?? 0n))
+})

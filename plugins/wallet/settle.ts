@@ -155,7 +155,11 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
     await withRetry(async () => await ledger.release(hold.holdId))
     return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
   }
-  const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount: charge, requestId: ctx.requestId }))
+  // An estimate is the gateway's own count of text it saw, which the hold already bounds (output
+  // up to the max tokens held for, input up to one token per body byte): where it comes out
+  // higher, the estimate is off, not the usage. Only a provider's report is posted as an overage.
+  const amount = usage !== null && !usage.reported && charge > hold.amount ? hold.amount : charge
+  const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
   // Nothing posted (the hold had expired): there is no posting for the row to name.
   return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: r.posted > 0n ? `post:${hold.holdId}` : null, overage: overageOf(r) }
 }
