@@ -1,10 +1,12 @@
 // Media sent by URL in the worst case: which parts of each family's body count, what the hold
 // adds for them, and that the walk stays bounded whatever the client nests.
 import t from 'tap'
+import { checkConfig } from '../plugins/config/index.js'
 import { compilePrice } from '../plugins/pricing/compile.js'
 import { costOf } from '../plugins/pricing/cost.js'
 import { countUrlMedia, urlMediaHold } from '../plugins/pricing/url-media.js'
 import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../plugins/pricing/worst-case.js'
+import { modelOf, writeTestConfig } from './helpers/test-config.js'
 
 const IMAGE = 'https://example.test/cat.png'
 
@@ -100,4 +102,22 @@ t.test('the hold adds count × url_media_item to the worst case, exactly', async
   t.equal(worstCaseUrlMedia(input), 2)
   t.equal(costOf(price, worstCaseUsage(input)) + urlMediaHold(price, worstCaseUrlMedia(input)), 655_000n + 7_400_000n)
   t.equal(worstCaseUrlMedia({ ...input, json: undefined } as unknown as WorstCaseInput), 0, 'a body that is not JSON has none')
+})
+
+t.test('check: a vision model without url_media_item loads; one on a list without input prices is refused at its line', async (t) => {
+  const without = writeTestConfig((c) => {
+    const pricing = modelOf(c, 'openai/gpt-4o').pricing
+    if (pricing) delete pricing.url_media_item
+  })
+  t.teardown(without.remove)
+  t.same(checkConfig(without.file, {}), [], 'no refusal (README: the overage rule covers it)')
+  const misplaced = writeTestConfig((c) => {
+    const pricing = modelOf(c, 'openai/sora-2').pricing
+    if (pricing) pricing.url_media_item = '0.01'
+  })
+  t.teardown(misplaced.remove)
+  const problems = checkConfig(misplaced.file, {})
+  t.equal(problems.length, 1)
+  t.match(problems[0], { path: /^models\[\d+\]\.pricing\.url_media_item$/, message: /needs an input price/ })
+  t.ok((problems[0]?.line ?? 0) > 0, 'located in the YAML')
 })
