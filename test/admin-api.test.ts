@@ -374,7 +374,7 @@ for (const backend of testBackends()) {
         status: 'active',
         operations: ['chat.completions', 'responses'],
         capabilities: ['vision'],
-        pricing: { unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000 },
+        pricing: { unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000, url_media_item: '0.0037' },
         fallbacks: ['openai/gpt-4o-mini'],
         max_output_tokens: 16384,
         requires_topup: false,

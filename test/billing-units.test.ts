@@ -3,7 +3,7 @@
 // from the YAML prices (exact bigint, rounded up once per request), and the request log row
 // holds the units, that cost, BILLED, the model that answered, and whether the usage was
 // reported by the provider or estimated by the gateway. Hostile usage reports are never
-// believed: the balance never goes up and no charge exceeds its hold.
+// believed: the balance never goes up. A believable report above the hold is posted in full.
 import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Anthropic } from '@anthropic-ai/sdk'
@@ -233,7 +233,7 @@ t.test('cached input tokens are billed at the cached price', async (t) => {
   })
 })
 
-t.test('a believable report above the hold is capped at the hold', async (t) => {
+t.test('a believable report above the hold is posted in full, the excess marked as overage', async (t) => {
   const provider = await cachingProvider()
   t.teardown(provider.close)
   const g = await startTestGateway({ credit: '10.00', env: { OPENAI_BASE_URL: provider.url } })
@@ -244,14 +244,17 @@ t.test('a believable report above the hold is capped at the hold', async (t) => 
   t.equal(r.usage?.completion_tokens, 900_000_000, 'the provider reported 900M output tokens for a request held for 100')
   const row = await settledRow(g, c.cap.last().response?.headers.get('x-request-id') ?? '')
   const price = priceOf('openai/gpt-4o')
-  const uncapped = expectedCost(price, { inputTokens: 12, outputTokens: 900_000_000 })
-  t.ok(row.held !== null && row.held < uncapped, `held ${String(row.held)} < reported cost ${uncapped}`)
-  t.equal(row.cost, row.held, 'the charge is the hold, no more')
-  t.equal(before - await balance(g), row.held, 'the wallet went down by the hold only')
+  const full = expectedCost(price, { inputTokens: 12, outputTokens: 900_000_000 })
+  t.ok(row.held !== null && row.held < full, `held ${String(row.held)} < reported cost ${full}`)
+  t.equal(row.cost, full, 'the whole reported cost is charged, not capped at the hold')
+  t.equal(row.overage, full - (row.held ?? 0n), 'the row marks the part above the hold')
+  t.equal(before - await balance(g), full, 'the wallet went down by the whole cost, below its floor of 0')
   t.equal(row.usageReported, true, 'the numbers were believable, so reported')
   t.equal(row.billingStatus, 'BILLED')
   const ledger = await ledgerState(g)
-  t.equal(ledger.charged, row.held, 'one charge of the hold')
+  t.equal(ledger.charged, full, 'one charge of the whole cost')
+  t.equal(ledger.charges.length, 1)
+  t.equal(ledger.charges[0]?.overage, full - (row.held ?? 0n), 'the charge entry marks the same overage')
   t.equal(ledger.openHolds, 0, 'no open hold')
   t.equal(ledger.entriesSum, ledger.balance, 'entries sum to the balance')
 })

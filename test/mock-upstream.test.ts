@@ -586,6 +586,12 @@ t.test('failure knobs', async (t) => {
     t.equal(absurd.usage.input_tokens, 1e15)
     t.equal(absurd.usage.output_tokens, 1e15)
 
+    const media = await (await post('/v1/chat/completions', chatBody('x'), { 'x-mock-input-tokens': '200000' })).json() as { usage: { prompt_tokens: number } }
+    t.equal(media.usage.prompt_tokens, 200_000, 'x-mock-input-tokens: the input a provider counts for media fetched by URL')
+    t.same(lastCall().produced, { inputTokens: 200_000, outputTokens: 5 })
+    const mediaMsg = await (await post('/v1/messages', { model: 'c', max_tokens: 9, messages: [{ role: 'user', content: 'x' }] }, { 'x-mock-input-tokens': '7' })).json() as { usage: { input_tokens: number } }
+    t.equal(mediaMsg.usage.input_tokens, 7)
+
     mock.setBehaviour({ usage: 'none' })
     const gm = await (await post('/v1beta/models/g:generateContent', { contents: [{ parts: [{ text: 'x' }] }] })).json() as Record<string, unknown>
     t.notOk('usageMetadata' in gm)

@@ -33,6 +33,17 @@ t.test('every price list of the default gateway.yaml compiles', async (t) => {
   for (const [i, m] of doc.models.entries()) t.doesNotThrow(() => compilePrice(m.pricing, `models[${i}].pricing`), m.id)
 })
 
+t.test('url_media_item compiles to exact nano-units per single item, not per `per`', async (t) => {
+  t.same(compilePrice({ unit: 'token', input: '2.50', output: '10.00', per: 1000000, url_media_item: '0.0037' }), {
+    unit: 'token',
+    input: { numerator: 2_500_000_000n, per: 1_000_000n },
+    output: { numerator: 10_000_000_000n, per: 1_000_000n },
+    urlMediaItem: 3_700_000n
+  })
+  t.equal(compilePrice({ unit: 'image', unit_price: '0.04', input: '5.00', per: 1000000, url_media_item: '0.000000001' }).urlMediaItem, 1n)
+  t.notOk('urlMediaItem' in compilePrice({ unit: 'token', input: '1', output: '1', per: 1 }), 'absent unless declared')
+})
+
 t.test('validation errors name the place and the field', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     [{ unit: 'token', input: '1', output: '1' }, /^m\.pricing\.per: is required with token prices/],
@@ -52,6 +63,10 @@ t.test('validation errors name the place and the field', async (t) => {
     [{ unit: 'job', unit_price: 1 }, /unit_price: must be a decimal string/],
     [{ unit: 'token', input: '-1', output: '1', per: 1 }, /input: invalid money amount/],
     [{ unit: 'second', unit_price: '1' }, /unit: must be one of token, image, audio_second, character, call, job/],
+    [{ unit: 'job', unit_price: '1', url_media_item: '0.01' }, /url_media_item: holds for input tokens of media sent by URL, so it needs an input price/],
+    [{ unit: 'image', unit_price: '0.04', url_media_item: '0.01' }, /url_media_item: .*needs an input price/],
+    [{ unit: 'token', input: '1', output: '1', per: 1, url_media_item: '1e-3' }, /url_media_item: invalid money amount/],
+    [{ unit: 'token', input: '1', output: '1', per: 1, url_media_item: 0.01 }, /url_media_item: must be a decimal string/],
     [null, /^m\.pricing: expected an object/]
   ]
   for (const [p, re] of cases) {

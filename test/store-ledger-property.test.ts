@@ -106,15 +106,17 @@ async function runSequence(store: Store, clock: ManualClock, ops: Op[]): Promise
         }
         const amount = op.op === 'settle' ? op.amount : null
         const expired = h.expiresAt <= clock.now().getTime()
-        const posted = amount === null || expired ? 0n : min(amount, h.amount)
+        // A charge is posted whole; what exceeds the hold is its overage (no floor applies).
+        const posted = amount === null || expired ? 0n : amount
+        const used = min(posted, h.amount)
         const expected = h.open
-          ? { posted, released: h.amount - posted, capped: amount !== null && !expired && amount > h.amount, duplicate: false }
-          : { posted: 0n, released: 0n, capped: false, duplicate: true }
+          ? { posted, released: h.amount - used, overage: posted - used, duplicate: false }
+          : { posted: 0n, released: 0n, overage: 0n, duplicate: true }
         const r =
           amount === null
-            ? { ...(await ledger.release(h.id)), posted: 0n, capped: false }
+            ? { ...(await ledger.release(h.id)), posted: 0n, overage: 0n }
             : await ledger.settle({ holdId: h.id, amount, requestId: `s${step}` })
-        if (r.posted !== expected.posted || r.released !== expected.released || r.duplicate !== expected.duplicate || r.capped !== expected.capped) {
+        if (r.posted !== expected.posted || r.released !== expected.released || r.duplicate !== expected.duplicate || r.overage !== expected.overage) {
           fail('settle/release answer', step, op, JSON.stringify({ got: r, expected }, (_, v) => (typeof v === 'bigint' ? String(v) : v)))
         }
         changed = h.open
@@ -209,7 +211,8 @@ async function runConcurrent(store: Store, steps: Array<{ credit: bigint; calls:
       const amount = open.get(h.id)
       if (amount === undefined) return { posted: 0n, duplicate: true }
       open.delete(h.id)
-      const p = c.op === 'settle' ? min(c.amount, amount) : 0n
+      // A settle posts its whole amount, overage included.
+      const p = c.op === 'settle' ? c.amount : 0n
       available += amount - p
       return { posted: p, duplicate: false }
     })
@@ -217,8 +220,9 @@ async function runConcurrent(store: Store, steps: Array<{ credit: bigint; calls:
       if (c.op === 'hold') return await ledger.hold({ accountId, amount: c.amount, floor: c.floor, requestId: `g${step}.${i}`, ttlMs: 3_600_000 })
       const h = targets[i]
       if (!h) return null
-      return c.op === 'settle' ? await ledger.settle({ holdId: h.id, amount: c.amount, requestId: `g${step}.${i}` }) : { ...(await ledger.release(h.id)), posted: 0n }
+      return c.op === 'settle' ? await ledger.settle({ holdId: h.id, amount: c.amount, requestId: `g${step}.${i}` }) : { ...(await ledger.release(h.id)), posted: 0n, overage: 0n }
     }))
+    let overage = 0n
     for (const [i, a] of answers.entries()) {
       const c = calls[i]!
       if (a === null) continue
@@ -235,6 +239,7 @@ async function runConcurrent(store: Store, steps: Array<{ credit: bigint; calls:
         if (!h.open) fail(`call ${i}: hold ${h.id} closed twice`)
         h.open = false
         posted += a.posted
+        overage += a.overage
       }
     }
     const facts = await ledgerFacts(store, accountId)
@@ -243,7 +248,8 @@ async function runConcurrent(store: Store, steps: Array<{ credit: bigint; calls:
     const held = holds.filter((h) => h.open).reduce((sum, h) => sum + h.amount, 0n)
     if (facts.held !== held || facts.openHoldsSum !== held) fail(`held ${facts.held} (open holds ${facts.openHoldsSum}), answers say ${held}`)
     const floors = calls.flatMap((c, i) => (c.op === 'hold' && (answers[i] as { ok?: boolean } | null)?.ok ? [c.floor] : []))
-    if (serialOrder && floors.length > 0 && facts.available < floors.reduce((a, b) => (a < b ? a : b))) fail('an admitted hold went below its floor')
+    // Only an overage may take the balance under a floor (a hold never does).
+    if (serialOrder && floors.length > 0 && facts.available + overage < floors.reduce((a, b) => (a < b ? a : b))) fail('an admitted hold went below its floor')
   }
   for (const h of holds.filter((x) => x.open)) await ledger.release(h.id)
 }

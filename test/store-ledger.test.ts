@@ -164,42 +164,44 @@ for (const backend of testBackends()) {
       t.same(await ledger.openHolds(id), [])
     })
 
-    t.test('settle posts min(amount, hold) and releases the rest', async (t) => {
+    t.test('settle posts the amount and releases the rest of the hold', async (t) => {
       const id = await funded(10_000n)
       const a = holdId(await hold(id, 3000n))
       t.same(await ledger.settle({ holdId: a, amount: 1200n, requestId: 'req-a', note: 'gpt: 12 tokens' }), {
         posted: 1200n,
         released: 1800n,
-        capped: false,
+        overage: 0n,
         duplicate: false,
       })
       t.same(await ledger.wallet(id), { accountId: id, balance: 8800n, held: 0n, available: 8800n })
       const b = holdId(await hold(id, 500n))
       t.same(await ledger.settle({ holdId: b, amount: 900n, requestId: 'req-b' }), {
-        posted: 500n,
+        posted: 900n,
         released: 0n,
-        capped: true,
+        overage: 400n,
         duplicate: false,
-      }, 'never more than the hold')
+      }, 'a charge above the hold is posted in full, not capped')
       const c = holdId(await hold(id, 500n))
       t.same(await ledger.settle({ holdId: c, amount: 0n, requestId: 'req-c' }), {
         posted: 0n,
         released: 500n,
-        capped: false,
+        overage: 0n,
         duplicate: false,
       })
       const exact = holdId(await hold(id, 700n))
       t.same(await ledger.settle({ holdId: exact, amount: 700n, requestId: 'req-d' }), {
         posted: 700n,
         released: 0n,
-        capped: false,
+        overage: 0n,
         duplicate: false,
       })
-      t.same(await ledger.wallet(id), { accountId: id, balance: 7600n, held: 0n, available: 7600n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 7200n, held: 0n, available: 7200n })
       const charges = (await allEntries(store, id)).filter((e) => e.kind === 'charge')
       const charge = charges.find((e) => e.holdId === a)
-      t.match(charge, { accountId: id, amount: -1200n, postingId: `post:${a}`, requestId: 'req-a', note: 'gpt: 12 tokens' })
-      t.same(charges.map((e) => e.amount).sort(), [-1200n, -500n, -700n, 0n].sort())
+      t.match(charge, { accountId: id, amount: -1200n, postingId: `post:${a}`, requestId: 'req-a', note: 'gpt: 12 tokens', overage: null })
+      t.match(charges.find((e) => e.holdId === b), { amount: -900n, postingId: `post:${b}`, overage: 400n }, 'one entry, its overage marked')
+      t.same(charges.map((e) => e.amount).sort(), [-1200n, -900n, -700n, 0n].sort())
+      t.same(charges.filter((e) => e.holdId !== b).map((e) => e.overage), [null, null, null], 'no mark when the charge fit')
       t.same(await ledger.openHolds(id), [])
       await consistent(t, id)
     })
@@ -212,12 +214,12 @@ for (const backend of testBackends()) {
       t.same(await ledger.settle({ holdId: a, amount: 400n, requestId: 'r' }), {
         posted: 400n,
         released: 600n,
-        capped: false,
+        overage: 0n,
         duplicate: false,
       })
       t.same(await ledger.release(b), { released: 1000n, duplicate: false })
       const snapshot = await ledgerFacts(store, id)
-      const duplicate = { posted: 0n, released: 0n, capped: false, duplicate: true }
+      const duplicate = { posted: 0n, released: 0n, overage: 0n, duplicate: true }
       t.same(await ledger.settle({ holdId: a, amount: 400n, requestId: 'r' }), duplicate, 'settle twice')
       t.same(await ledger.settle({ holdId: a, amount: 999n, requestId: 'r' }), duplicate, 'settle again, other amount')
       t.same(await ledger.release(a), { released: 0n, duplicate: true }, 'release after settle')
@@ -235,6 +237,62 @@ for (const backend of testBackends()) {
       await consistent(t, id)
     })
 
+    t.test('an overage may take the balance below the floor; a hold still may not', async (t) => {
+      const id = await funded(1000n)
+      const a = holdId(await hold(id, 900n, 100n))
+      t.same(await ledger.settle({ holdId: a, amount: 1500n, requestId: 'over' }), {
+        posted: 1500n,
+        released: 0n,
+        overage: 600n,
+        duplicate: false,
+      })
+      t.same(await ledger.wallet(id), { accountId: id, balance: -500n, held: 0n, available: -500n }, 'below the floor and below 0')
+      t.same(await hold(id, 0n, 100n), { ok: false, error: 'insufficient_funds' }, 'the next hold is refused at the floor')
+      t.same(await hold(id, 0n, 0n), { ok: false, error: 'insufficient_funds' }, 'and at a floor of 0')
+      t.ok((await hold(id, 500n, -1000n)).ok, 'a credit line of 1000 still admits what it covers')
+      t.same(await hold(id, 1n, -1000n), { ok: false, error: 'insufficient_funds' })
+      const charge = (await allEntries(store, id)).find((e) => e.holdId === a)
+      t.match(charge, { kind: 'charge', amount: -1500n, overage: 600n, postingId: `post:${a}` })
+      await consistent(t, id)
+    })
+
+    t.test('an overage is posted exactly once, retried or raced', async (t) => {
+      const id = await funded(10_000n)
+      const a = holdId(await hold(id, 100n))
+      t.same(await ledger.settle({ holdId: a, amount: 250n, requestId: 'r' }), { posted: 250n, released: 0n, overage: 150n, duplicate: false })
+      const snapshot = await ledgerFacts(store, id)
+      const duplicate = { posted: 0n, released: 0n, overage: 0n, duplicate: true }
+      t.same(await ledger.settle({ holdId: a, amount: 250n, requestId: 'r' }), duplicate, 'the same settle again')
+      t.same(await ledger.settle({ holdId: a, amount: 9999n, requestId: 'r' }), duplicate, 'a bigger one')
+      t.same(await ledger.release(a), { released: 0n, duplicate: true })
+      t.same(await ledgerFacts(store, id), snapshot, 'retries changed nothing')
+      const b = holdId(await hold(id, 100n))
+      const raced = await Promise.all([1, 2, 3, 4].map(() => ledger.settle({ holdId: b, amount: 300n, requestId: 'r' })))
+      t.equal(raced.filter((r) => !r.duplicate).length, 1, 'one of four concurrent settles posts')
+      t.same(raced.find((r) => !r.duplicate), { posted: 300n, released: 0n, overage: 200n, duplicate: false })
+      const ofB = (await allEntries(store, id)).filter((e) => e.holdId === b)
+      t.same(ofB.map((e) => [e.amount, e.overage]), [[-300n, 200n]], 'one entry for the hold, overage included')
+      t.equal((await ledger.wallet(id)).balance, 10_000n - 250n - 300n)
+      await consistent(t, id)
+    })
+
+    t.test('concurrent settles with and without overage add up exactly', async (t) => {
+      const id = await funded(1_000_000n)
+      const amounts = Array.from({ length: 40 }, (_, i) => BigInt(1000 + i))
+      const holds = await Promise.all(amounts.map(async (amount) => holdId(await hold(id, amount))))
+      // Every third charge fits its hold; the others exceed it by up to 20,000.
+      const charges = amounts.map((amount, i) => (i % 3 === 0 ? amount - 7n : amount + BigInt(i) * 500n))
+      const results = await Promise.all(holds.map((h, i) => ledger.settle({ holdId: h, amount: charges[i] ?? 0n, requestId: `c${i}` })))
+      const charged = charges.reduce((sum, c) => sum + c, 0n)
+      const overages = charges.reduce((sum, c, i) => sum + (c > (amounts[i] ?? 0n) ? c - (amounts[i] ?? 0n) : 0n), 0n)
+      t.same(results.map((r) => r.posted), charges, 'each settle posted its whole amount')
+      t.equal(results.reduce((sum, r) => sum + r.overage, 0n), overages, 'the overages answered add up')
+      t.same(await ledger.wallet(id), { accountId: id, balance: 1_000_000n - charged, held: 0n, available: 1_000_000n - charged })
+      const entries = await allEntries(store, id)
+      t.equal(entries.reduce((sum, e) => sum + (e.overage ?? 0n), 0n), overages, 'the entries mark the same overages')
+      await consistent(t, id)
+    })
+
     t.test('unknown holds throw', async (t) => {
       await t.rejects(ledger.settle({ holdId: 'hold_missing', amount: 1n, requestId: 'r' }), UnknownHoldError)
       await t.rejects(ledger.release('hold_missing'), UnknownHoldError)
@@ -246,7 +304,7 @@ for (const backend of testBackends()) {
         ledger.settle({ holdId: a, amount: 10n, requestId: 'r' }),
         ledger.settle({ holdId: 'hold_missing_too', amount: 10n, requestId: 'r' }),
       ])
-      t.same(known, { status: 'fulfilled', value: { posted: 10n, released: 0n, capped: false, duplicate: false } })
+      t.same(known, { status: 'fulfilled', value: { posted: 10n, released: 0n, overage: 0n, duplicate: false } })
       t.equal(unknown?.status, 'rejected', 'one unknown hold fails alone, not its batch')
     })
 
@@ -259,11 +317,12 @@ for (const backend of testBackends()) {
       clock.advance(999)
       t.equal(await ledger.reapExpired(), 0, 'nothing expired 1 ms before')
       clock.advance(1)
-      // `lapsed` expired and nobody reaped it yet: settling it posts nothing either.
-      t.same(await ledger.settle({ holdId: lapsed, amount: 2000n, requestId: 'late' }), {
+      // `lapsed` expired and nobody reaped it yet: settling it posts nothing either, even an
+      // amount above the hold (no overage without a live hold).
+      t.same(await ledger.settle({ holdId: lapsed, amount: 5000n, requestId: 'late' }), {
         posted: 0n,
         released: 2000n,
-        capped: false,
+        overage: 0n,
         duplicate: false,
       })
       t.equal(await ledger.reapExpired(), 1, 'reaped at its expiry instant')
@@ -276,7 +335,7 @@ for (const backend of testBackends()) {
       t.same(await ledger.settle({ holdId: short, amount: 1000n, requestId: 'late' }), {
         posted: 0n,
         released: 0n,
-        capped: false,
+        overage: 0n,
         duplicate: true,
       }, 'a settle after the reaper posts nothing')
       t.same(await ledger.release(short), { released: 0n, duplicate: true })
@@ -284,7 +343,7 @@ for (const backend of testBackends()) {
       t.same(await ledger.settle({ holdId: long, amount: 100n, requestId: 'in time' }), {
         posted: 100n,
         released: 2900n,
-        capped: false,
+        overage: 0n,
         duplicate: false,
       }, 'an unexpired hold settles normally')
       t.same(await ledger.wallet(id), { accountId: id, balance: 9900n, held: 0n, available: 9900n })
@@ -339,7 +398,7 @@ for (const backend of testBackends()) {
       t.same(await ledger.settle({ holdId: h, amount: big - 5n, requestId: 'r' }), {
         posted: big - 5n,
         released: 2n,
-        capped: false,
+        overage: 0n,
         duplicate: false,
       })
       t.same(await ledger.wallet(id), { accountId: id, balance: 12n, held: 0n, available: 12n })

@@ -30,6 +30,7 @@ function row(requestId: string, i = 0, fields: Partial<RequestLogRow> = {}): Req
     held: 2_000_000_000n,
     holdId: `hold-${requestId}`,
     postingId: `post-${requestId}`,
+    overage: null,
     billingStatus: 'BILLED',
     overheadMs: 0.8,
     upstreamMs: 100,

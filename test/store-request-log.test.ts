@@ -9,7 +9,7 @@ const T0 = Date.parse('2030-01-01T00:00:00.000Z')
 type RowField =
   | 'requestId' | 'accountId' | 'keyId' | 'route' | 'operation' | 'requestedModel' | 'answeredModel'
   | 'status' | 'outcome' | 'errorCode' | 'stream' | 'usage' | 'usageReported' | 'cost' | 'held'
-  | 'holdId' | 'postingId' | 'billingStatus' | 'overheadMs' | 'upstreamMs' | 'totalMs' | 'createdAt'
+  | 'holdId' | 'postingId' | 'overage' | 'billingStatus' | 'overheadMs' | 'upstreamMs' | 'totalMs' | 'createdAt'
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 type KeyLikeField = 'key' | 'apiKey' | 'plaintext' | 'secret' | 'token' | 'authorization' | 'sealedKey' | 'lookupHash'
 const exactFields: Same<keyof RequestLogRow, RowField> = true
@@ -18,12 +18,12 @@ const noKeyField: [Extract<keyof RequestLogRow, KeyLikeField>] extends [never] ?
 const ROW_FIELDS: RowField[] = [
   'requestId', 'accountId', 'keyId', 'route', 'operation', 'requestedModel', 'answeredModel',
   'status', 'outcome', 'errorCode', 'stream', 'usage', 'usageReported', 'cost', 'held',
-  'holdId', 'postingId', 'billingStatus', 'overheadMs', 'upstreamMs', 'totalMs', 'createdAt',
+  'holdId', 'postingId', 'overage', 'billingStatus', 'overheadMs', 'upstreamMs', 'totalMs', 'createdAt',
 ]
 const COLUMNS = [
   'request_id', 'account_id', 'key_id', 'route', 'operation', 'requested_model', 'answered_model',
   'status', 'outcome', 'error_code', 'stream', 'usage', 'usage_reported', 'cost', 'held',
-  'hold_id', 'posting_id', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
+  'hold_id', 'posting_id', 'overage', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
 ]
 
 function row(requestId: string, fields: Partial<RequestLogRow> = {}): RequestLogRow {
@@ -45,6 +45,7 @@ function row(requestId: string, fields: Partial<RequestLogRow> = {}): RequestLog
     held: 200_000n,
     holdId: 'hold_1',
     postingId: 'post_1',
+    overage: null,
     billingStatus: 'BILLED',
     overheadMs: 1.75,
     upstreamMs: 420.5,
@@ -119,10 +120,12 @@ for (const backend of testBackends()) {
         usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, images: 2, audioSeconds: 12.5, characters: 300, calls: 1, jobs: 1 },
         billingStatus: 'PENDING',
       })
-      await log.insertMany([full, bare, estimated])
+      const over = row('req_over', { cost: 9_000_000n, held: 655_000n, overage: 8_345_000n })
+      await log.insertMany([full, bare, estimated, over])
       t.same(await log.get('req_full'), full)
       t.same(await log.get('req_bare'), bare)
       t.same(await log.get('req_est'), estimated)
+      t.same(await log.get('req_over'), over, 'a charge above its hold keeps its overage mark')
       const got = await log.get('req_full')
       t.ok(got?.createdAt instanceof Date && got.createdAt.getTime() === T0, 'createdAt is a Date, ms exact')
       t.equal(await log.get('req_unknown'), null)
@@ -141,6 +144,8 @@ for (const backend of testBackends()) {
       }
       await t.rejects(log.insertMany([row('req_money_big', { cost: 2n ** 63n })]), RangeError, 'beyond int64')
       await t.rejects(log.insertMany([row('req_money_neg', { held: -1n })]), RangeError, 'negative')
+      await t.rejects(log.insertMany([row('req_over_zero', { overage: 0n })]), RangeError, 'an overage of 0 is no overage: null')
+      await t.rejects(log.insertMany([row('req_over_neg', { overage: -5n })]), RangeError, 'negative overage')
       t.equal(await log.get('req_money_big'), null)
     })
 

@@ -50,7 +50,9 @@ export class MemoryHotLedger implements LedgerStore {
     const h = this.holds.get(holdId)
     if (!h) throw new UnknownHoldError(holdId)
     this.holds.delete(holdId)
-    const posted = amount === null ? 0n : amount < h.amount ? amount : h.amount
+    // A charge above the hold is posted in full (the part above is the overage), like the stores.
+    const posted = amount ?? 0n
+    const used = posted < h.amount ? posted : h.amount
     const w = this.balances.get(h.accountId)
     if (!w) throw new Error(`wallet of ${holdId} vanished`)
     w.held -= h.amount
@@ -59,7 +61,7 @@ export class MemoryHotLedger implements LedgerStore {
       this.charges++
       this.spent += posted
     }
-    return { posted, released: h.amount - posted, capped: amount !== null && amount > h.amount, duplicate: false }
+    return { posted, released: h.amount - used, overage: posted - used, duplicate: false }
   }
 
   async settle (input: Parameters<LedgerStore['settle']>[0]): Promise<SettleResult> {

@@ -143,6 +143,8 @@ export interface RequestLogView {
   held: string | null
   hold_id: string | null
   posting_id: string | null
+  /** The part of `cost` above `held`, posted all the same; null when the charge fit. */
+  overage: string | null
   billing_status: string
   overhead_ms: number | null
   upstream_ms: number | null
@@ -180,6 +182,7 @@ export function requestLogView (r: RequestLogRow): RequestLogView {
     held: money(r.held),
     hold_id: r.holdId,
     posting_id: r.postingId,
+    overage: money(r.overage),
     billing_status: r.billingStatus,
     overhead_ms: r.overheadMs,
     upstream_ms: r.upstreamMs,

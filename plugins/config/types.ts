@@ -129,6 +129,8 @@ export interface PriceConfig {
   unit_price?: string
   /** Units the prices refer to (e.g. 1000000 tokens). */
   per?: number
+  /** Hold per media item sent by URL, a decimal string per single item; needs an input token price. */
+  url_media_item?: string
 }
 
 export interface ModelConfig {

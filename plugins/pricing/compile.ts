@@ -28,12 +28,17 @@ export interface CompiledPrice {
   cachedInput?: Rate
   /** Per image / second of audio / character / call / job. */
   unitPrice?: Rate
+  /**
+   * Nano-units held per media item the request sends by URL (one item, not per `per`). It only
+   * raises the worst-case hold: the charge is the input tokens the upstream reports for it.
+   */
+  urlMediaItem?: bigint
 }
 
 const UNITS: readonly PriceUnit[] = ['token', 'image', 'audio_second', 'character', 'call', 'job']
 const TOKEN_FIELDS = ['input', 'output', 'cached_input'] as const
 
-type MoneyField = typeof TOKEN_FIELDS[number] | 'unit_price'
+type MoneyField = typeof TOKEN_FIELDS[number] | 'unit_price' | 'url_media_item'
 
 /**
  * Validates and compiles one price list. Throws a plain Error naming `where` (e.g.
@@ -60,6 +65,7 @@ export function compilePrice (p: PriceConfig, where = 'pricing'): CompiledPrice 
   const output = money('output')
   const cachedInput = money('cached_input')
   const unitPrice = money('unit_price')
+  const urlMediaItem = money('url_media_item')
   const hasTokenPrices = input !== undefined || output !== undefined || cachedInput !== undefined
 
   let per = 1n
@@ -88,10 +94,16 @@ export function compilePrice (p: PriceConfig, where = 'pricing'): CompiledPrice 
     fail('cached_input', 'must not exceed input (the worst-case hold counts every input token at the input price)')
   }
 
+  // Media fetched by URL is billed as input tokens: a list that bills none has nothing to hold for.
+  if (urlMediaItem !== undefined && input === undefined) {
+    fail('url_media_item', 'holds for input tokens of media sent by URL, so it needs an input price')
+  }
+
   const out: CompiledPrice = { unit: p.unit }
   if (input !== undefined) out.input = { numerator: input, per }
   if (output !== undefined) out.output = { numerator: output, per }
   if (cachedInput !== undefined) out.cachedInput = { numerator: cachedInput, per }
   if (unitPrice !== undefined) out.unitPrice = { numerator: unitPrice, per }
+  if (urlMediaItem !== undefined) out.urlMediaItem = urlMediaItem
   return out
 }

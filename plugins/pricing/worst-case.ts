@@ -9,7 +9,9 @@
 //               largest of `bounds.count`: chat `n`, genai candidateCount, or the images).
 // inputTokens   bodyBytes (one token per byte), at least 1, capped by the model's contextTokens.
 //               Every text token is at least one byte of the body, so text can never exceed it;
-//               media given by URL (image_url, file_data) can, and is then billed past the hold.
+//               media given by URL (image_url, file_data) can: worstCaseUrlMedia counts those
+//               items, held at the model's `url_media_item` price, and a charge that still
+//               exceeds the hold is posted in full as an overage (plugins/wallet/settle.ts).
 // images        the largest of `bounds.count` (`n`, `parameters.sampleCount`, candidateCount;
 //               default 1), capped at the model's maxImages (default MAX_IMAGES, 10); for an
 //               operation whose count is images, checkBillableParameters refuses a larger one first.
@@ -23,6 +25,7 @@
 import type { PriceConfig } from '../config/types.js'
 import type { OperationBounds, ParamPath } from '../operations/compile.js'
 import { readAudioDuration, sizeBoundMillis } from './audio-duration.js'
+import { countUrlMedia } from './url-media.js'
 import type { Usage } from './usage-types.js'
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
@@ -123,4 +126,9 @@ function countCodePoints (s: string): number {
   let n = 0
   for (const _ of s) n++
   return n
+}
+
+/** Media items the request sends by URL (url-media.ts); multipart bodies upload theirs. */
+export function worstCaseUrlMedia (input: WorstCaseInput): number {
+  return input.json === undefined ? 0 : countUrlMedia(input.json)
 }

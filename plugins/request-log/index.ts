@@ -5,7 +5,7 @@ import type { RequestLogRow } from '../store/request-log/types.js'
 import type { RequestLogWriter } from '../store/request-log/writer.js'
 import type { Settled } from '../wallet/index.js'
 
-const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, capped: false }
+const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, overage: null }
 
 /** The request log row of a finished request; never holds the key, only its id. */
 export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): RequestLogRow {
@@ -42,6 +42,7 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
     held: settled.held,
     holdId: settled.holdId,
     postingId: settled.postingId,
+    overage: settled.overage,
     billingStatus: settled.billing,
     overheadMs: outcome.overheadMs,
     upstreamMs: outcome.upstreamMs,

@@ -5,7 +5,8 @@ import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
 import { costOf } from '../pricing/cost.js'
 import { parseMoney } from '../pricing/money.js'
-import { worstCaseUsage } from '../pricing/worst-case.js'
+import { urlMediaHold } from '../pricing/url-media.js'
+import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 
 /** The hold placed for a request: settled after the upstream finishes, or released. */
@@ -27,17 +28,19 @@ export interface WalletDeps {
   config: WalletConfig
 }
 
-/** Worst-case cost of the request at this model's price. */
+/** Worst-case cost of the request at this model's price, media sent by URL included. */
 export function worstCaseCost (ctx: RequestContext, model: CompiledModel): bigint {
   const body = ctx.body
-  const usage = worstCaseUsage({
+  const input: WorstCaseInput = {
     bounds: ctx.plan.op.bounds,
     model: { pricing: model.pricing, maxImages: model.maxImages, ...(model.maxOutputTokens === undefined ? {} : { maxOutputTokens: model.maxOutputTokens }) },
     ...(body?.kind === 'json' ? { json: body.json } : {}),
     ...(body?.kind === 'multipart' ? { multipart: { fields: body.summary.fields, files: body.summary.files } } : {}),
     bodyBytes: body?.raw.length ?? 0
-  })
-  return costOf(model.price, usage)
+  }
+  // The walk for URL media runs only for models that price it: the common path stays flat.
+  const media = model.price.urlMediaItem === undefined ? 0n : urlMediaHold(model.price, worstCaseUrlMedia(input))
+  return costOf(model.price, worstCaseUsage(input)) + media
 }
 
 /**

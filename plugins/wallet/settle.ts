@@ -5,7 +5,7 @@ import type { Usage } from '../pricing/usage-types.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
 import type { JobHoldStore } from '../store/jobs/types.js'
-import type { LedgerStore } from '../store/ledger/types.js'
+import type { LedgerStore, SettleResult } from '../store/ledger/types.js'
 import { holdOf } from './hold.js'
 
 export interface SettleDeps {
@@ -27,7 +27,8 @@ export interface Settled {
   held: bigint | null
   holdId: string | null
   postingId: string | null
-  capped: boolean
+  /** The part of `cost` above the hold, posted all the same (null when the charge fit in the hold). */
+  overage: bigint | null
 }
 
 /**
@@ -46,8 +47,11 @@ async function withRetry<T> (op: () => Promise<T>, attempts = 5, delayMs = 100):
   }
 }
 
-const NOTHING: Settled = { billing: 'NOT_BILLED', cost: null, held: null, holdId: null, postingId: null, capped: false }
+const NOTHING: Settled = { billing: 'NOT_BILLED', cost: null, held: null, holdId: null, postingId: null, overage: null }
 const NOT_BILLED = { status: 'NOT_BILLED', charge: 0n } as const
+
+/** The request log marks an overage only when there was one. */
+const overageOf = (r: SettleResult): bigint | null => r.overage > 0n ? r.overage : null
 
 /** What the request costs at the price of the model that answered, or 0 when nothing was produced. */
 export function chargeFor (outcome: Outcome, usage: Usage | null): bigint {
@@ -92,15 +96,16 @@ async function settleJobFromPoll (deps: SettleDeps, ctx: RequestContext, outcome
   const model = deps.models.get(taken.modelId)
   if (status === 'failed' || !model) {
     await withRetry(async () => await deps.ledger.release(taken.holdId))
-    return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, capped: false }
+    return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
   }
   const r = await withRetry(async () => await deps.ledger.settle({ holdId: taken.holdId, amount: costOf(model.price, ONE_JOB), requestId: ctx.requestId }))
-  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: `post:${taken.holdId}`, capped: r.capped }
+  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: `post:${taken.holdId}`, overage: overageOf(r) }
 }
 
 /**
- * Posts what the upstream produced (never more than was held) and releases the rest, exactly
- * once per request. Refused requests, upstream errors and upstream 4xx answers release the
+ * Posts what the upstream produced and releases the rest of the hold, exactly once per
+ * request. A charge above the hold (usage the worst case could not see, e.g. media fetched by
+ * URL) is posted in full; the part above the hold is the overage the request log marks. Refused requests, upstream errors and upstream 4xx answers release the
  * whole hold. An accepted job keeps its hold until a poll sees the job end.
  */
 export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Outcome, usage: Usage | null): Promise<Settled> {
@@ -116,7 +121,7 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
     if (jobId === undefined || !outcome.answeredModel) {
       // An accepted job whose id could not be read can never be matched to its end: release.
       await withRetry(async () => await ledger.release(hold.holdId))
-      return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, capped: false }
+      return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
     }
     await withRetry(async () => await deps.jobs.record({
       jobRef: jobRef(ctx, jobId),
@@ -125,14 +130,18 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
       modelId: outcome.answeredModel?.id ?? hold.model.id,
       createdAt: deps.clock.now()
     }))
-    return { ...base, billing: 'PENDING', cost: null, postingId: null, capped: false }
+    return { ...base, billing: 'PENDING', cost: null, postingId: null, overage: null }
   }
   hold.closed = true
   if (status === 'NOT_BILLED') {
     await withRetry(async () => await ledger.release(hold.holdId))
-    return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, capped: false }
+    return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
   }
-  const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount: charge, requestId: ctx.requestId }))
+  // An estimate is the gateway's own count of text it saw, which the hold already bounds (output
+  // up to the max tokens held for, input up to one token per body byte): where it comes out
+  // higher, the estimate is off, not the usage. Only a provider's report is posted as an overage.
+  const amount = usage !== null && !usage.reported && charge > hold.amount ? hold.amount : charge
+  const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
   // Nothing posted (the hold had expired): there is no posting for the row to name.
-  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: r.posted > 0n ? `post:${hold.holdId}` : null, capped: r.capped }
+  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: r.posted > 0n ? `post:${hold.holdId}` : null, overage: overageOf(r) }
 }

@@ -89,8 +89,11 @@ SELECT id FROM input WHERE NOT known`
  * Settle/release batch. $1 hold ids (distinct), $2 amounts (NULL = release), $3 request
  * ids, $4 notes, $5 entry ids, $6 now. Only holds still open flip (the status re-check makes
  * a concurrent second settle from another process a no-op); a hold past its expiry flips to
- * expired and posts nothing. Each wallet is updated once with the batch's sums: held loses
- * every flipped hold, balance loses the charges actually inserted.
+ * expired and posts nothing. A posted hold records the part of it the charge used
+ * (posted_amount); the charge entry carries the whole amount asked for, and the part above the
+ * hold as its `overage` (NULL when it fit): same statement, same row count, with or without
+ * one. Each wallet is updated once with the batch's sums: held loses every flipped hold,
+ * balance loses the charges actually inserted (overages included, floor or not).
  */
 export const SETTLE_BATCH = `
 WITH req AS MATERIALIZED (
@@ -115,8 +118,9 @@ flipped AS (
   RETURNING h.id, h.account_id, h.amount, h.status, h.posted_amount
 ),
 charged AS (
-  INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, created_at)
-  SELECT r.entry_id, f.account_id, -f.posted_amount, 'charge', 'post:' || f.id, f.id, r.request_id, r.note, $6
+  INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, overage, created_at)
+  SELECT r.entry_id, f.account_id, -r.amount, 'charge', 'post:' || f.id, f.id, r.request_id, r.note,
+    NULLIF(r.amount - f.posted_amount, 0), $6
   FROM flipped f JOIN req r ON r.hold_id = f.id
   WHERE f.status = 'posted'
   ON CONFLICT (posting_id) DO NOTHING

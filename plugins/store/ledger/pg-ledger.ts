@@ -84,6 +84,7 @@ interface EntryRow {
   hold_id: string | null
   request_id: string | null
   note: string | null
+  overage: bigint | null
   created_at: Date
 }
 
@@ -150,11 +151,12 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
       const item = items[row.ord - 1] as CloseItem
       if (row.status === null || row.amount === null) {
         if (!row.known) return { kind: 'failed', error: new UnknownHoldError(item.holdId) }
-        return { kind: 'done', value: { posted: 0n, released: 0n, capped: false, duplicate: true } }
+        return { kind: 'done', value: { posted: 0n, released: 0n, overage: 0n, duplicate: true } }
       }
-      const posted = row.status === 'posted' ? (row.posted_amount ?? 0n) : 0n
-      const capped = row.status === 'posted' && item.amount !== null && item.amount > row.amount
-      return { kind: 'done', value: { posted, released: row.amount - posted, capped, duplicate: false } }
+      // posted_amount is the part of the hold the charge used; the entry took the whole amount.
+      const used = row.status === 'posted' ? (row.posted_amount ?? 0n) : 0n
+      const posted = row.status === 'posted' && item.amount !== null ? item.amount : 0n
+      return { kind: 'done', value: { posted, released: row.amount - used, overage: posted - used, duplicate: false } }
     })
   }
 
@@ -275,6 +277,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
         holdId: row.hold_id,
         requestId: row.request_id,
         note: row.note,
+        overage: row.overage,
         createdAt: row.created_at,
       }))
     },

@@ -55,6 +55,7 @@ interface EntryRow {
   hold_id: string | null
   request_id: string | null
   note: string | null
+  overage: bigint | null
   created_at: bigint
 }
 
@@ -79,6 +80,7 @@ function toEntry(row: EntryRow): LedgerEntry {
     holdId: row.hold_id,
     requestId: row.request_id,
     note: row.note,
+    overage: row.overage,
     createdAt: new Date(Number(row.created_at)),
   }
 }
@@ -88,9 +90,9 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
   const ensureWallet = db.prepare<[string, number]>(
     'INSERT INTO wallets (account_id, balance, held, updated_at) VALUES (?, 0, 0, ?) ON CONFLICT (account_id) DO NOTHING',
   )
-  const insertEntry = db.prepare<[string, string, bigint, string, string, string | null, string | null, string | null, number]>(
-    `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (posting_id) DO NOTHING`,
+  const insertEntry = db.prepare<[string, string, bigint, string, string, string | null, string | null, string | null, bigint | null, number]>(
+    `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, overage, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (posting_id) DO NOTHING`,
   )
   const entryByPosting = db.prepare<[string], EntryRow>('SELECT * FROM ledger_entries WHERE posting_id = ?')
   const addBalance = db.prepare<[bigint, number, string], WalletRow>(
@@ -134,7 +136,7 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
     (input: Parameters<LedgerStore['credit']>[0], now: number): { balance: bigint; duplicate: boolean } => {
       creatingWallet(input.accountId, () => ensureWallet.run(input.accountId, now))
       const inserted = insertEntry.run(
-        ctx.ids('entry'), input.accountId, input.amount, input.kind, input.postingId, null, null, input.note ?? null, now,
+        ctx.ids('entry'), input.accountId, input.amount, input.kind, input.postingId, null, null, input.note ?? null, null, now,
       )
       if (inserted.changes === 0) {
         const existing = entryByPosting.get(input.postingId)
@@ -187,20 +189,25 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
 
   /**
    * Closes one open hold; `amount` null releases it. One UPDATE decides and records how the
-   * hold ends (released, expired, or posted for at most its amount); only when it changed
-   * nothing is the hold read, to tell an unknown hold from a closed one.
+   * hold ends (released, expired, or posted, recording the part of the hold it used); only
+   * when it changed nothing is the hold read, to tell an unknown hold from a closed one. A
+   * posted amount above the hold goes into the same charge entry, marked as its overage: no
+   * extra statement, whether or not there is one.
    */
   const close = (wallets: Wallets, holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
     const row = closeOpen.get({ amount, now, id: holdId })
     if (!row) {
       if (!holdById.get(holdId)) throw new UnknownHoldError(holdId)
-      return { posted: 0n, released: 0n, capped: false, duplicate: true }
+      return { posted: 0n, released: 0n, overage: 0n, duplicate: true }
     }
-    const status = row.status
-    const posted = row.posted_amount ?? 0n
-    if (status === 'posted') {
+    // posted_amount is min(amount, hold): the part of the hold the charge used.
+    const used = row.posted_amount ?? 0n
+    const posted = row.status === 'posted' && amount !== null ? amount : 0n
+    const overage = posted - used
+    if (row.status === 'posted') {
       insertEntry.run(
-        ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note, now,
+        ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note,
+        overage > 0n ? overage : null, now,
       )
     }
     // A hold's account always has a wallet row (holds reference it).
@@ -209,7 +216,7 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
     wallet.held -= row.amount
     wallet.balance -= posted
     wallets.changed.add(row.account_id)
-    return { posted, released: row.amount - posted, capped: status === 'posted' && amount !== null && amount > row.amount, duplicate: false }
+    return { posted, released: row.amount - used, overage, duplicate: false }
   }
 
   const reap = db.transaction((now: number): number => {

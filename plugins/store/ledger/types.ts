@@ -1,5 +1,8 @@
 // The wallet ledger contract. A billable request places a hold for its worst-case
-// cost, then settles: the actual cost (≤ the hold) is posted and the rest released.
+// cost, then settles: the actual cost is posted and the rest of the hold released. A cost
+// above the hold is posted in full (the part above is the charge's overage), even when that
+// takes the balance below the floor: the floor bounds what a hold may reserve, not what a
+// served request costs.
 // SQLite and PostgreSQL implement it and pass the same contract tests (test/store-ledger*.test.ts).
 
 export interface WalletState {
@@ -25,6 +28,8 @@ export interface LedgerEntry {
   holdId: string | null
   requestId: string | null
   note: string | null
+  /** Charges only: the part of the charge above its hold (positive), null when it fit. */
+  overage: bigint | null
   createdAt: Date
 }
 
@@ -36,12 +41,12 @@ export interface OpenHold {
 }
 
 export interface SettleResult {
-  /** Charged by this call: min(amount, hold); 0 when the hold had expired or was already closed. */
+  /** Charged by this call: the whole amount asked for; 0 when the hold had expired or was already closed. */
   posted: bigint
-  /** Returned to the available balance by this call. */
+  /** Returned to the available balance by this call: the hold less the part the charge used. */
   released: bigint
-  /** The amount asked for exceeded the hold, so only the hold was posted. */
-  capped: boolean
+  /** The part of `posted` above the hold (0 when the charge fit in it). */
+  overage: bigint
   /** The hold was already closed (posted, released or expired) before this call: nothing changed. */
   duplicate: boolean
 }
@@ -65,10 +70,11 @@ export interface LedgerStore {
    */
   hold(input: { accountId: string; amount: bigint; floor: bigint; requestId: string; ttlMs: number }): Promise<HoldResult>
   /**
-   * Posts min(amount, hold) as a charge entry with postingId `post:<holdId>` and releases the
-   * rest. A hold whose expiry has passed posts nothing (it is released as expired, whether the
-   * reaper got to it or not). Exactly once: a second settle/release answers duplicate: true and
-   * changes nothing. Unknown hold: throws.
+   * Posts `amount` as one charge entry with postingId `post:<holdId>` and releases what is left
+   * of the hold. An amount above the hold is posted in full, whatever the balance and floor:
+   * the entry's `overage` marks the part above the hold. A hold whose expiry has passed posts
+   * nothing (it is released as expired, whether the reaper got to it or not). Exactly once: a
+   * second settle/release answers duplicate: true and changes nothing. Unknown hold: throws.
    */
   settle(input: { holdId: string; amount: bigint; requestId: string; note?: string }): Promise<SettleResult>
   /** Releases the whole hold (nothing billed). Idempotent like settle. Unknown hold: throws. */

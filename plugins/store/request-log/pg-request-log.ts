@@ -23,6 +23,7 @@ interface Row {
   held: string | null
   hold_id: string | null
   posting_id: string | null
+  overage: string | null
   billing_status: string
   overhead_ms: number | null
   upstream_ms: number | null
@@ -49,6 +50,7 @@ const COLUMNS: ReadonlyArray<readonly [string, string, (row: RequestLogRow) => u
   ['held', 'int8', (r) => r.held?.toString() ?? null],
   ['hold_id', 'text', (r) => cleanText(r.holdId)],
   ['posting_id', 'text', (r) => cleanText(r.postingId)],
+  ['overage', 'int8', (r) => r.overage?.toString() ?? null],
   ['billing_status', 'text', (r) => r.billingStatus],
   ['overhead_ms', 'float8', (r) => r.overheadMs],
   ['upstream_ms', 'float8', (r) => r.upstreamMs],
@@ -83,6 +85,7 @@ function decode(row: Row): RequestLogRow {
     held: big(row.held),
     holdId: row.hold_id,
     postingId: row.posting_id,
+    overage: big(row.overage),
     billingStatus: row.billing_status as BillingStatus,
     overheadMs: row.overhead_ms,
     upstreamMs: row.upstream_ms,

@@ -38,6 +38,11 @@ export interface RequestLogRow {
   held: bigint | null
   holdId: string | null
   postingId: string | null
+  /**
+   * The part of `cost` above `held`, nano-units: posted all the same (the upstream reported
+   * more than the worst case). Null when the charge fit in the hold or nothing was charged.
+   */
+  overage: bigint | null
   billingStatus: BillingStatus
   /** Time spent in the gateway itself. */
   overheadMs: number | null

@@ -1,0 +1,80 @@
+// Media a request sends by URL. The upstream fetches it and bills it as input tokens, so the
+// body's size (which bounds every other input token) says nothing about it: a 258-byte chat body
+// with two image URLs was once held 0.000655 and billed for 200,000 input tokens. The worst
+// case counts such items and holds each at the model's `url_media_item` price.
+//
+// Counted, per family:
+//   chat        messages[].content[] `{ type: 'image_url', image_url: { url } }` (or a bare string url)
+//   responses   input[] items' content[] (and a function_call_output's output[]):
+//               `{ type: 'input_image', image_url }`, `{ type: 'input_file', file_url }`
+//   messages    messages[].content[] (and a tool_result's content[]) with `source: { type: 'url' }`
+//   genai       contents[].parts[] and systemInstruction.parts[]: `fileData.fileUri` /
+//               `file_data.file_uri`
+// A chat, responses or messages URL counts when it is http(s): a `data:` URL is bytes of the body,
+// already bounded by its size. A genai file URI counts whatever its scheme (Files API, gs://,
+// YouTube). Media referenced by an uploaded file id is not counted (see README).
+//
+// The walk reads fixed paths only, at most two levels under a message, never recursing on what
+// the client sent: its cost is linear in the body's size however deep the client nests it.
+import type { CompiledPrice } from './compile.js'
+
+type Json = Record<string, unknown>
+
+const isRecord = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v)
+const listAt = (v: unknown): readonly unknown[] => Array.isArray(v) ? v : []
+const fieldOf = (v: unknown, key: string): unknown => isRecord(v) ? v[key] : undefined
+
+/** An http(s) URL the upstream would fetch (scheme case-insensitive, as URLs allow). */
+function isRemote (v: unknown): boolean {
+  return typeof v === 'string' && /^https?:\/\//i.test(v)
+}
+
+/** Whether one content part or block is a media item sent by URL. */
+function isUrlMedia (part: unknown): boolean {
+  if (!isRecord(part)) return false
+  switch (part.type) {
+    case 'image_url': {
+      const image = part.image_url
+      return isRemote(isRecord(image) ? image.url : image)
+    }
+    case 'input_image': return isRemote(part.image_url)
+    case 'input_file': return isRemote(part.file_url)
+  }
+  const source = part.source
+  if (isRecord(source)) return source.type === 'url' && isRemote(source.url)
+  const file = part.fileData ?? part.file_data
+  if (!isRecord(file)) return false
+  const uri = file.fileUri ?? file.file_uri
+  return typeof uri === 'string' && uri !== ''
+}
+
+/** Items in a list of parts, and in the content of the tool results among them (one level). */
+function countParts (parts: unknown): number {
+  let n = 0
+  for (const part of listAt(parts)) {
+    if (isUrlMedia(part)) n++
+    else if (fieldOf(part, 'type') === 'tool_result') {
+      for (const inner of listAt(fieldOf(part, 'content'))) if (isUrlMedia(inner)) n++
+    }
+  }
+  return n
+}
+
+/** Media items the body sends by URL, over every family's shape (an unknown shape counts 0). */
+export function countUrlMedia (body: Json): number {
+  let n = 0
+  for (const message of listAt(body.messages)) n += countParts(fieldOf(message, 'content'))
+  for (const item of listAt(body.input)) {
+    if (isUrlMedia(item)) n++
+    n += countParts(fieldOf(item, 'content')) + countParts(fieldOf(item, 'output'))
+  }
+  for (const content of listAt(body.contents)) n += countParts(fieldOf(content, 'parts'))
+  n += countParts(fieldOf(body.systemInstruction ?? body.system_instruction, 'parts'))
+  return n
+}
+
+/** What the hold adds for `items` media items sent by URL: 0 when the model declares no price. */
+export function urlMediaHold (price: CompiledPrice, items: number): bigint {
+  if (price.urlMediaItem === undefined || items <= 0) return 0n
+  return price.urlMediaItem * BigInt(items)
+}

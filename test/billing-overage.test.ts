@@ -1,0 +1,132 @@
+// Media sent by URL and charges above the hold, through the running gateway on SQLite and
+// PostgreSQL, with the OpenAI SDK as the client. The regression: a 258-byte chat body with two
+// image URLs was held 0.000655, the upstream reported 200,000 input tokens, and the charge was
+// silently capped at the hold. Now the hold counts the two URL items at the catalogue's
+// `url_media_item` price, and whatever the upstream reports above the hold is posted in full,
+// marked as overage on the request log row and the charge entry, even below the floor.
+import { OpenAI } from 'openai'
+import t from 'tap'
+import { adminClient, expectedCost, ledgerState, nanos, priceOf, settledRow } from './helpers/billing.js'
+import { capturingFetch } from './helpers/capture-fetch.js'
+import { startTestGateway, type Backend } from './helpers/gateway.js'
+import { modelOf, readRepoConfig } from './helpers/test-config.js'
+
+const MODEL = 'openai/gpt-4o'
+const ADMIN_TOKEN = 'admin-token-for-overage-tests-0123'
+/** The body of the issue: 258 bytes as the SDK sends it, two image URLs, one output token. */
+const BODY = {
+  model: MODEL,
+  max_tokens: 1,
+  messages: [{
+    role: 'user' as const,
+    content: [
+      { type: 'text' as const, text: 'Compare all' },
+      { type: 'image_url' as const, image_url: { url: 'https://example.test/a.jpg' } },
+      { type: 'image_url' as const, image_url: { url: 'https://example.test/b.jpg' } }
+    ]
+  }]
+}
+/** What the provider counted for the two fetched images (the mock is told to report it). */
+const MEDIA_INPUT_TOKENS = 200_000
+
+/** The model's per-item price for URL media, read from the YAML as the operator wrote it. */
+function urlMediaItem (modelId: string): bigint {
+  const raw = (modelOf(readRepoConfig(), modelId).pricing as Record<string, unknown> | undefined)?.url_media_item
+  if (typeof raw !== 'string') throw new Error(`${modelId} declares no url_media_item`)
+  return nanos(raw)
+}
+
+const price = priceOf(MODEL)
+/** 258 input tokens (one per body byte) and 1 output token, plus two URL items. */
+const HOLD = expectedCost(price, { inputTokens: 258, outputTokens: 1 }) + 2n * urlMediaItem(MODEL)
+const CHARGE = expectedCost(price, { inputTokens: MEDIA_INPUT_TOKENS, outputTokens: 1 })
+
+t.test('the figures of the issue', async (t) => {
+  t.equal(expectedCost(price, { inputTokens: 258, outputTokens: 1 }), nanos('0.000655'), 'without the URL items the hold was 0.000655')
+  t.ok(CHARGE > HOLD, `the reported charge ${CHARGE} is above even the new hold ${HOLD}`)
+})
+
+for (const backend of ['sqlite', 'pg'] as Backend[]) {
+  t.test(`a charge above its hold is posted in full, marked overage (${backend})`, async (t) => {
+    // 0.10 covers the hold (≈ 0.008) but not the charge (≈ 0.50): the overage goes below the floor of 0.
+    const gw = await startTestGateway({ backend, credit: '0.10', server: { adminToken: ADMIN_TOKEN } })
+    t.teardown(() => gw.close())
+    const cap = capturingFetch()
+    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0, fetch: cap.fetch })
+    const before = (await gw.services.store.ledger.wallet(gw.account.id)).balance
+
+    const r = await openai.chat.completions.create(BODY, { headers: { 'x-mock-input-tokens': String(MEDIA_INPUT_TOKENS) } })
+    t.equal(r.usage?.prompt_tokens, MEDIA_INPUT_TOKENS, 'the upstream reported 200,000 input tokens')
+    t.equal(cap.last().body.length, 258, 'the SDK sent the 258-byte body')
+    t.equal(gw.mock.calls.length, 1, 'forwarded once')
+
+    const requestId = cap.last().response?.headers.get('x-request-id') ?? ''
+    const row = await settledRow(gw, requestId)
+    t.equal(row.held, HOLD, 'the hold counted both URL items at url_media_item')
+    t.equal(row.cost, CHARGE, 'the whole reported cost is charged, not capped at the hold')
+    t.equal(row.overage, CHARGE - HOLD, 'the row is marked with the part above the hold')
+    t.equal(row.billingStatus, 'BILLED')
+    t.equal(row.usageReported, true)
+
+    const ledger = await ledgerState(gw)
+    t.equal(ledger.balance, before - CHARGE, 'balance = before − charge, exactly')
+    t.ok(ledger.balance < 0n, 'below the floor of 0: the overage is posted all the same')
+    t.equal(ledger.charges.length, 1, 'one charge entry')
+    t.equal(ledger.charges[0]?.amount, -CHARGE)
+    t.equal(ledger.charges[0]?.overage, CHARGE - HOLD, 'the charge entry marks the same overage')
+    t.equal(ledger.held, 0n, 'nothing left held')
+    t.equal(ledger.openHolds, 0)
+    t.equal(ledger.entriesSum, ledger.balance, 'entries sum to the balance')
+
+    const admin = adminClient(gw, ADMIN_TOKEN)
+    const listed = await admin<{ data: Array<{ request_id: string, cost: string, held: string, overage: string | null }> }>('GET', `/requests?account_id=${gw.account.id}`)
+    const view = listed.json.data.find((d) => d.request_id === requestId)
+    t.match(view, { cost: '0.50001', held: '0.008055', overage: '0.491955' }, 'the admin request listing shows the overage')
+
+    // Below the floor, the next request is refused before anything is sent, and billed nothing.
+    const calls = gw.mock.calls.length
+    const refused = await openai.chat.completions.create({ model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] })
+      .then(() => null, (err: unknown) => err)
+    t.match(refused, { status: 402 }, 'BILLING_INSUFFICIENT_CREDITS below the floor')
+    t.match(refused, { error: { code: 'BILLING_INSUFFICIENT_CREDITS' } })
+    t.equal(gw.mock.calls.length, calls, 'not forwarded')
+    t.equal((await gw.services.store.ledger.wallet(gw.account.id)).balance, before - CHARGE, 'nothing more billed')
+  })
+
+  t.test(`the hold includes the URL items: a wallet that covers the old hold only is refused (${backend})`, async (t) => {
+    // 0.005 covers 0.000655 (the hold without the items) but not 0.008055.
+    const gw = await startTestGateway({ backend, credit: '0.005' })
+    t.teardown(() => gw.close())
+    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0 })
+    const refused = await openai.chat.completions.create(BODY).then(() => null, (err: unknown) => err)
+    t.match(refused, { status: 402, error: { code: 'BILLING_INSUFFICIENT_CREDITS' } })
+    t.equal(gw.mock.calls.length, 0, 'nothing sent upstream')
+    const text = await openai.chat.completions.create({ ...BODY, messages: [{ role: 'user', content: 'Compare all' }] })
+    t.ok(text.id, 'the same request without the URLs fits the wallet')
+    const ledger = await ledgerState(gw)
+    t.equal(ledger.charges.length, 1, 'only the request that ran is billed')
+    t.equal(ledger.charges[0]?.overage, null, 'a charge within its hold is not marked')
+  })
+}
+
+t.test('an estimate above the hold is not an overage: the hold bounds what the gateway counted', async (t) => {
+  const gw = await startTestGateway({ credit: '1.00' })
+  t.teardown(() => gw.close())
+  const cap = capturingFetch()
+  const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0, fetch: cap.fetch })
+  const before = (await gw.services.store.ledger.wallet(gw.account.id)).balance
+  // Twenty generated words of up to 24 characters: about 120 tokens by the four-characters rule,
+  // for a request held for 20 output tokens. The provider reports nothing, so the gateway estimates.
+  const long = 'abcdefghijklmnopqrstuvwx'
+  await openai.chat.completions.create(
+    { model: MODEL, max_tokens: 20, messages: [{ role: 'user', content: `${long} ${long} ${long}` }] },
+    { headers: { 'x-mock-usage': 'none', 'x-mock-chunks': '20' } }
+  )
+  const row = await settledRow(gw, cap.last().response?.headers.get('x-request-id') ?? '')
+  t.equal(row.usageReported, false, 'estimated')
+  const estimated = expectedCost(price, { inputTokens: row.usage?.inputTokens ?? 0, outputTokens: row.usage?.outputTokens ?? 0 })
+  t.ok(row.held !== null && estimated > row.held, `the estimate (${estimated}) is above the hold (${String(row.held)})`)
+  t.equal(row.cost, row.held, 'the charge is the hold: an estimate is never posted above it')
+  t.equal(row.overage, null, 'no overage mark')
+  t.equal((await gw.services.store.ledger.wallet(gw.account.id)).balance, before - (row.held ?? 0n))
+})
