@@ -66,6 +66,7 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_PROTOCOL_UNSUPPORTED: { reference: 'GW-MODEL-3003', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_VISION_UNSUPPORTED: { reference: 'GW-MODEL-3007', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_AUDIO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3015', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_PARAMETER_UNSUPPORTED: { reference: 'GW-MODEL-3016', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_REQUIRES_TOPUP: { reference: 'GW-MODEL-3018', status: 403, retryable: false, strategy: 'TOP_UP' },
   MODEL_RETIRED: { reference: 'GW-MODEL-3019', status: 410, retryable: false, strategy: 'NONE' },
   MODEL_VIDEO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3020', status: 400, retryable: false, strategy: 'NONE' },
@@ -91,7 +92,6 @@ const notYetReachable: Readonly<Record<string, string>> = {
   REQUEST_IDEMPOTENCY_IN_PROGRESS: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
   REQUEST_IDEMPOTENCY_CONFLICT: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
   REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
-  MODEL_PARAMETER_UNSUPPORTED: 'the gateway reads only model and stream; per-model parameter validation is not implemented',
   LIMIT_RATE_EXCEEDED: 'limits.tiers (requests_per_minute, concurrent_streams) are configured but no stage enforces them yet',
   LIMIT_API_KEY_QUOTA_EXHAUSTED: 'a key quota can be set through the admin API but no stage enforces it yet',
   LIMIT_IMAGE_DAILY_CAP: 'a key daily_image_cap can be set through the admin API but no stage enforces it yet',
@@ -505,6 +505,13 @@ t.test('REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED: video sent to a chat-shaped en
   await expectError(t, await post(`${gw.url}/v1/chat/completions`, chatBody('openai/gpt-4o', video)), 'chat', 'REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED', 'messages')
   // Even a model that accepts video must take it on :generateContent.
   await expectError(t, await post(`${gw.url}/v1/chat/completions`, chatBody('genai/gemini-2.5-flash', video)), 'chat', 'REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED', 'messages')
+  nothingForwarded(t)
+})
+
+t.test('MODEL_PARAMETER_UNSUPPORTED: a billable parameter above the model\'s declared range', async (t) => {
+  await expectError(t, await post(`${gw.url}/v1/chat/completions`, chatBody('openai/gpt-4o', 'hi', { max_tokens: 16385 })), 'chat', 'MODEL_PARAMETER_UNSUPPORTED', 'max_tokens')
+  await expectError(t, await post(`${gw.url}/v1/messages`, messagesBody('anthropic/claude-haiku-3.5', 'hi', { max_tokens: 8193 })), 'messages', 'MODEL_PARAMETER_UNSUPPORTED', 'max_tokens')
+  await expectError(t, await post(`${gw.url}/genai/v1beta/models/genai%2Fimagen-4:generateImages`, JSON.stringify({ instances: [{ prompt: 'x' }], parameters: { sampleCount: 11 } })), 'genai', 'MODEL_PARAMETER_UNSUPPORTED', 'parameters.sampleCount')
   nothingForwarded(t)
 })
 

@@ -210,6 +210,11 @@ t.test('unmetered operations (job polls, content downloads) bill nothing', async
   t.same(run({ meter: { kind: 'none' }, sse: false, request: {} }, [Buffer.from('{"id":"video_1","status":"completed"}')]), emptyUsage(), 'meter kind none')
 })
 
+t.test('meter kind call: one call per 2xx answer, whatever its body; nothing for an error answer', async (t) => {
+  t.same(run({ meter: { kind: 'call' }, sse: false, request: {}, status: 200 }, [Buffer.from('{"anything":true}')]), { ...emptyUsage(), calls: 1, reported: true })
+  t.same(run({ meter: { kind: 'call' }, sse: false, request: {}, status: 502 }, [Buffer.from('{"error":{}}')]), emptyUsage())
+})
+
 t.test('property: garbage never throws and never yields negative or absurd usage', async (t) => {
   const operations = BUILTIN_OPERATIONS.list().filter((op) => billsSomething(op.meter)).map((op) => op.name)
   const body = fc.oneof(

@@ -42,8 +42,8 @@ export interface RouteConfig {
   item_limits?: Record<string, number>
   /** Response kind, used by metering and error framing. */
   response: 'json' | 'sse' | 'binary' | 'auto'
-  /** Job routes: create / poll / content. Forwarded as-is in this version. */
-  job?: 'create' | 'poll' | 'content'
+  /** Optional restatement of the operation's job role; must agree with the operation's `job`. */
+  job?: JobRole
   /** Where a route that names no model goes (job polls): a pool and an upstream path. */
   upstream?: { pool: string; path: string }
 }

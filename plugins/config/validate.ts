@@ -35,6 +35,27 @@ export function readSchemas (dir = schemasDir()): Map<string, Record<string, unk
 const addFormats = formatsModule.default
 
 let compiled: ValidateFunction<GatewayConfig> | undefined
+let shared: Ajv | undefined
+
+/** One ajv holding every schema of schemas/, built on first use. */
+function schemaSet (): Ajv {
+  if (shared !== undefined) return shared
+  const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, verbose: true })
+  addFormats(ajv, ['hostname'])
+  for (const schema of readSchemas().values()) ajv.addSchema(schema)
+  shared = ajv
+  return ajv
+}
+
+/**
+ * The validator of one section's schema (`operations.schema.json`), for data that is not read
+ * through gateway.yaml: the built-in operations. It fills defaults in place.
+ */
+export function sectionValidator<T> (file: string): ValidateFunction<T> {
+  const validate = schemaSet().getSchema<T>(`https://model-gateway.dev/schemas/${file}`)
+  if (validate === undefined) throw new Error(`schema ${file} is missing`)
+  return validate
+}
 
 /**
  * The root validator; compiled on first use and reused. It fills defaults in place.
@@ -42,10 +63,7 @@ let compiled: ValidateFunction<GatewayConfig> | undefined
  */
 export function configValidator (): ValidateFunction<GatewayConfig> {
   if (compiled !== undefined) return compiled
-  const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, verbose: true })
-  addFormats(ajv, ['hostname'])
-  for (const schema of readSchemas().values()) ajv.addSchema(schema)
-  const validate = ajv.getSchema<GatewayConfig>(ROOT_SCHEMA_ID)
+  const validate = schemaSet().getSchema<GatewayConfig>(ROOT_SCHEMA_ID)
   if (validate === undefined) throw new Error(`schema ${ROOT_SCHEMA_ID} is missing`)
   compiled = validate
   return validate

@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import type { OperationConfig } from '../config/types.js'
+import { sectionValidator } from '../config/validate.js'
 
 /** config/operations.yaml of the package, found from this file in source (tsx) and in dist/. */
 export function builtinOperationsFile (): string {
@@ -34,7 +35,16 @@ export function builtinOperationsRaw (): Record<string, unknown> {
   return structuredClone(cached) as Record<string, unknown>
 }
 
-/** The built-in entries, typed; absent optional fields take the schema's defaults in compile.ts. */
+/**
+ * The built-in entries, checked against schemas/operations.schema.json (defaults filled). A
+ * failure is a packaging bug, not an operator's: the file ships with the code.
+ */
 export function builtinOperations (): Record<string, OperationConfig> {
-  return builtinOperationsRaw() as unknown as Record<string, OperationConfig>
+  const data = builtinOperationsRaw()
+  const validate = sectionValidator<Record<string, OperationConfig>>('operations.schema.json')
+  if (!validate(data)) {
+    const first = validate.errors?.[0]
+    throw new Error(`config/operations.yaml is invalid: ${first?.instancePath ?? ''} ${first?.message ?? ''}`)
+  }
+  return data
 }

@@ -43,9 +43,9 @@ function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer
 }
 
 /**
- * A stream of an operation that may get a usage chunk (chat completions) always asks the upstream for it, so the charge is
- * reported rather than estimated; `filter` is true when the client did not ask for it, and the
- * chunk must then be dropped from its stream.
+ * A stream of an operation that may get a usage chunk (`op.usageChunk`: chat completions) always
+ * asks the upstream for it, so the charge is reported rather than estimated; `filter` is true
+ * when the client did not ask for it, and the chunk must then be dropped from its stream.
  */
 function withUsageRequested (ctx: RequestContext, body: Buffer | undefined): { body: Buffer | undefined, filter: boolean } {
   if (!body || !ctx.plan.op.usageChunk || ctx.body?.kind !== 'json' || ctx.body.json.stream !== true) return { body, filter: false }
