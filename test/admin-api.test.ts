@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fast
 import t, { type Test } from 'tap'
 import { ADMIN_PREFIX, adminRoutes, type AdminRoutesOptions } from '../plugins/admin/index.js'
 import { loadConfig } from '../plugins/config/index.js'
-import { compileCatalogue } from '../plugins/errors/index.js'
+import { compileCatalogue, type ErrorCode } from '../plugins/errors/index.js'
 import { modelGateway } from '../plugins/gateway/index.js'
 import { newRequestId } from '../plugins/gateway/server.js'
 import { type InvalidationMessage, lookupHash } from '../plugins/keys/index.js'
@@ -50,7 +50,7 @@ function caller(app: FastifyInstance) {
 }
 
 /** The chat envelope and every error header of the spec, for one refusal. */
-function isError(t: Tap, res: Answer, code: string, param?: string | null): void {
+function isError(t: Tap, res: Answer, code: ErrorCode, param?: string | null): void {
   const entry = catalogue.get(code)
   t.equal(entry.code, code, `${code} is in the catalogue`)
   t.equal(res.status, entry.status, `${code} answers ${entry.status}`)
