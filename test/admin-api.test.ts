@@ -389,6 +389,32 @@ for (const backend of testBackends()) {
       t.equal((await call('GET', `/keys/${res.json.id}`)).json.status, 'expired')
       isError(t, await call('PATCH', `/keys/${res.json.id}`, { expires_at: '2030-01-02T00:00:00Z' }), 'AUTH_API_KEY_CONFIGURATION_INVALID', 'expires_at')
     })
+
+    // The ledger's conflict is a typed error the admin layer maps; these answers are the contract.
+    t.test('credits: an idempotency key reused for another credit is refused, a retried one changes nothing', async (t) => {
+      const id = (await call('POST', '/accounts', { name: 'credited' })).json.id as string
+      const first = await call('POST', `/accounts/${id}/credits`, { amount: '5.00', idempotency_key: 'credit-1' })
+      isOk(t, first)
+      t.equal(first.json.balance, '5.00')
+      const retried = await call('POST', `/accounts/${id}/credits`, { amount: '5.00', idempotency_key: 'credit-1' })
+      isOk(t, retried)
+      t.equal(retried.json.balance, '5.00', 'the retried credit is not added twice')
+      for (const other of [{ amount: '6.00' }, { amount: '5.00', kind: 'grant' }]) {
+        const refused = await call('POST', `/accounts/${id}/credits`, { ...other, idempotency_key: 'credit-1' })
+        isError(t, refused, 'REQUEST_INVALID', 'idempotency_key')
+        t.equal(refused.json.error.message, 'The request is invalid. This idempotency key was used for a different credit.')
+      }
+      t.equal((await call('GET', `/accounts/${id}/wallet`)).json.balance, '5.00', 'refused credits changed nothing')
+    })
+
+    t.test('request log: a cursor this API did not return is refused in the chat envelope', async (t) => {
+      isOk(t, await call('GET', '/requests?limit=5'))
+      for (const before of ['not-a-cursor!', Buffer.from('garbage').toString('base64url'), '']) {
+        const refused = await call('GET', `/requests?before=${encodeURIComponent(before)}`)
+        isError(t, refused, 'REQUEST_INVALID', 'before')
+        t.equal(refused.json.error.message, 'The request is invalid. before is not a cursor this API returned.', JSON.stringify(before))
+      }
+    })
   })
 }
 

@@ -65,8 +65,8 @@ export const SECTIONS: Record<string, () => string> = { 'config-reference': conf
 
 /**
  * `plugins/errors/codes.ts`: the catalogue's codes as a `const` array and a union type, so the
- * compiler refuses `gatewayError('NO_SUCH_CODE')`. The YAML stays the data; this is its typed
- * shadow, rewritten by `npm run docs` and checked for staleness by test/docs.test.ts.
+ * compiler refuses a `gatewayError` call with a code the catalogue lacks. The YAML stays the
+ * data; this is its typed shadow, rewritten by `npm run docs`, checked by test/docs.test.ts.
  */
 export function errorCodesModule (file = new URL('../../config/errors.yaml', import.meta.url)): string {
   const errors = (parse(readFileSync(file, 'utf8')) as { errors: ErrorsConfig }).errors
