@@ -10,7 +10,7 @@ import { modelGateway } from '../plugins/gateway/index.js'
 import { newRequestId } from '../plugins/gateway/server.js'
 import { type InvalidationMessage, lookupHash } from '../plugins/keys/index.js'
 import type { Store } from '../plugins/store/index.js'
-import { ManualClock, TEST_SECRET, sqliteTestBackend, testBackends } from '../plugins/store/testing.js'
+import { ManualClock, TEST_SECRET, sqliteTestBackend, testBackends } from './helpers/store.js'
 
 const REPO_CONFIG = new URL('../gateway.yaml', import.meta.url).pathname
 const { config } = loadConfig(REPO_CONFIG, {})

@@ -2,8 +2,8 @@
 import t, { type Test } from 'tap'
 import type { HoldResult, Store } from '../plugins/store/index.js'
 import { PostingConflictError, UnknownAccountError, UnknownHoldError } from '../plugins/store/index.js'
-import { allEntries, execSql, ledgerFacts } from '../plugins/store/ledger/ledger-testing.js'
-import { ManualClock, testBackends } from '../plugins/store/testing.js'
+import { allEntries, execSql, ledgerFacts } from './helpers/ledger.js'
+import { ManualClock, testBackends } from './helpers/store.js'
 
 const TTL = 60_000
 
