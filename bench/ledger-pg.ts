@@ -12,7 +12,7 @@ import { openStore } from '../plugins/store/index.js'
 import type { Store } from '../plugins/store/index.js'
 import { type GroupCommitOptions, createPgLedgerStore } from '../plugins/store/ledger/index.js'
 import type { LedgerStore } from '../plugins/store/ledger/index.js'
-import { TEST_SECRET, randomSchemaName } from '../plugins/store/testing.js'
+import { TEST_SECRET, randomSchemaName } from '../test/helpers/store.js'
 
 const DATABASE_URL = process.env['DATABASE_URL'] ?? process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5)

@@ -8,11 +8,11 @@ import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fast
 import t, { type Test } from 'tap'
 import { ADMIN_PREFIX, adminRoutes, type AdminRoutesOptions } from '../plugins/admin/index.js'
 import { loadConfig } from '../plugins/config/index.js'
-import { compileCatalogue } from '../plugins/errors/index.js'
+import { compileCatalogue, type ErrorCode } from '../plugins/errors/index.js'
 import { modelGateway, newRequestId } from '../plugins/gateway/index.js'
 import { type InvalidationMessage, lookupHash } from '../plugins/keys/index.js'
 import type { Store } from '../plugins/store/index.js'
-import { ManualClock, TEST_SECRET, sqliteTestBackend, testBackends } from '../plugins/store/testing.js'
+import { ManualClock, TEST_SECRET, sqliteTestBackend, testBackends } from './helpers/store.js'
 
 const REPO_CONFIG = new URL('../gateway.yaml', import.meta.url).pathname
 const { config } = loadConfig(REPO_CONFIG, {})
@@ -52,7 +52,7 @@ function caller(app: FastifyInstance) {
 }
 
 /** The chat envelope and every error header of the spec, for one refusal. */
-function isError(t: Tap, res: Answer, code: string, param?: string | null): void {
+function isError(t: Tap, res: Answer, code: ErrorCode, param?: string | null): void {
   const entry = catalogue.get(code)
   t.equal(entry.code, code, `${code} is in the catalogue`)
   t.equal(res.status, entry.status, `${code} answers ${entry.status}`)
@@ -390,6 +390,32 @@ for (const backend of testBackends()) {
       clock.advance(2 * 24 * 3600 * 1000)
       t.equal((await call('GET', `/keys/${res.json.id}`)).json.status, 'expired')
       isError(t, await call('PATCH', `/keys/${res.json.id}`, { expires_at: '2030-01-02T00:00:00Z' }), 'AUTH_API_KEY_CONFIGURATION_INVALID', 'expires_at')
+    })
+
+    // The ledger's conflict is a typed error the admin layer maps; these answers are the contract.
+    t.test('credits: an idempotency key reused for another credit is refused, a retried one changes nothing', async (t) => {
+      const id = (await call('POST', '/accounts', { name: 'credited' })).json.id as string
+      const first = await call('POST', `/accounts/${id}/credits`, { amount: '5.00', idempotency_key: 'credit-1' })
+      isOk(t, first)
+      t.equal(first.json.balance, '5.00')
+      const retried = await call('POST', `/accounts/${id}/credits`, { amount: '5.00', idempotency_key: 'credit-1' })
+      isOk(t, retried)
+      t.equal(retried.json.balance, '5.00', 'the retried credit is not added twice')
+      for (const other of [{ amount: '6.00' }, { amount: '5.00', kind: 'grant' }]) {
+        const refused = await call('POST', `/accounts/${id}/credits`, { ...other, idempotency_key: 'credit-1' })
+        isError(t, refused, 'REQUEST_INVALID', 'idempotency_key')
+        t.equal(refused.json.error.message, 'The request is invalid. This idempotency key was used for a different credit.')
+      }
+      t.equal((await call('GET', `/accounts/${id}/wallet`)).json.balance, '5.00', 'refused credits changed nothing')
+    })
+
+    t.test('request log: a cursor this API did not return is refused in the chat envelope', async (t) => {
+      isOk(t, await call('GET', '/requests?limit=5'))
+      for (const before of ['not-a-cursor!', Buffer.from('garbage').toString('base64url'), '']) {
+        const refused = await call('GET', `/requests?before=${encodeURIComponent(before)}`)
+        isError(t, refused, 'REQUEST_INVALID', 'before')
+        t.equal(refused.json.error.message, 'The request is invalid. before is not a cursor this API returned.', JSON.stringify(before))
+      }
     })
   })
 }

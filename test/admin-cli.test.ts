@@ -10,7 +10,7 @@ import { KEY_INVALIDATION_CHANNEL } from '../plugins/admin/index.js'
 import { accountsCommand, keysCommand } from '../plugins/admin/cli.js'
 import type { CommandIo } from '../plugins/admin/cli-runtime.js'
 import { type InvalidationMessage, RedisInvalidationBus, lookupHash } from '../plugins/keys/index.js'
-import { TEST_DATABASE_URL, TEST_SECRET, type TestBackend, pgTestBackend, sqliteTestBackend } from '../plugins/store/testing.js'
+import { TEST_DATABASE_URL, TEST_SECRET, type TestBackend, pgTestBackend, sqliteTestBackend } from './helpers/store.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = join(root, 'bin', 'model-gateway.ts')

@@ -2,7 +2,7 @@ import t from 'tap'
 import { Writable } from 'node:stream'
 import { randomUUID } from 'node:crypto'
 import { request } from 'undici'
-import { ManualClock } from '../plugins/store/testing.js'
+import { ManualClock } from './helpers/store.js'
 import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
 
 const CHAT = '/v1/chat/completions'

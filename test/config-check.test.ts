@@ -41,7 +41,7 @@ t.test('invalid fixtures print exactly their expected lines', async (t) => {
   const required = [
     'unknown-key', 'wrong-type', 'bad-model-id', 'bad-reference', 'duplicate-error-code',
     'missing-provider', 'missing-fallback', 'fallback-cycle', 'unknown-family', 'yaml-syntax',
-    'missing-env', 'duplicate-route', 'unmetered-operation'
+    'missing-env', 'duplicate-route', 'unmetered-operation', 'bad-prices'
   ]
   for (const name of required) t.ok(existsSync(join(invalidDir, `${name}.yaml`)), `fixture ${name}.yaml exists`)
 

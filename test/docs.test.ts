@@ -1,10 +1,61 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
-import { renderReadme } from '../plugins/docs/generate.js'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parse } from 'yaml'
+import type { ErrorsConfig } from '../plugins/config/types.js'
+import { errorCodesModule, GENERATED_FILES, renderReadme } from '../plugins/docs/generate.js'
+import { ERROR_CODES, LEGACY_ALIASES } from '../plugins/errors/index.js'
 
 t.test('the README configuration reference and error table match the schemas and the catalogue', async (t) => {
   const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
   t.equal(readme, renderReadme(readme), 'stale generated section: run `npm run docs`')
   t.match(readme, /`server\.body_limit_bytes`/)
   t.match(readme, /`BILLING_INSUFFICIENT_CREDITS` \| GW-BILLING-5001 \| 402/)
+})
+
+t.test('every generated source file is what its generator writes today', async (t) => {
+  t.ok(Object.keys(GENERATED_FILES).includes('plugins/errors/codes.ts'), 'the error codes are generated')
+  for (const [path, generate] of Object.entries(GENERATED_FILES)) {
+    const onDisk = readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
+    t.equal(onDisk, generate(), `${path} is stale: run \`npm run docs\``)
+  }
+})
+
+t.test('the typed error codes are exactly the catalogue codes and legacy aliases, in order', async (t) => {
+  const { errors } = parse(readFileSync(new URL('../config/errors.yaml', import.meta.url), 'utf8')) as { errors: ErrorsConfig }
+  t.strictSame([...ERROR_CODES], errors.catalogue.map((e) => e.code))
+  t.strictSame(
+    Object.entries(LEGACY_ALIASES),
+    errors.catalogue.flatMap((e) => (e.aliases ?? []).map((a) => [a, e.code])),
+    'each legacy alias names its canonical code'
+  )
+})
+
+t.test('the codes module follows its catalogue: another catalogue gives other codes', async (t) => {
+  const source = errorCodesModule(new URL('./fixtures/config/parts/errors.yaml', import.meta.url))
+  t.match(source, "export const ERROR_CODES = [\n  'AUTH_API_KEY_REQUIRED',\n  'MODEL_NOT_FOUND'\n] as const")
+  t.match(source, "API_KEY_REQUIRED: 'AUTH_API_KEY_REQUIRED'")
+  t.notMatch(source, 'GATEWAY_INTERNAL_ERROR', 'no code of the default catalogue leaks in')
+})
+
+t.test('the compiler refuses gatewayError with a code the catalogue lacks', async (t) => {
+  const ts = (await import('typescript')).default
+  const dir = fileURLToPath(new URL('../plugins/errors/', import.meta.url))
+  /** The type errors of a one-line module beside gateway-error.ts. */
+  const diagnose = (line: string): string[] => {
+    const file = join(dir, '__probe__.ts')
+    const source = `import { gatewayError } from './gateway-error.js'\nexport const probe = ${line}\n`
+    const options = { strict: true, noEmit: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, types: [], skipLibCheck: true }
+    const host = ts.createCompilerHost(options)
+    const read = host.readFile.bind(host)
+    host.readFile = (f) => (f === file ? source : read(f))
+    host.fileExists = ((exists) => (f: string) => f === file || exists(f))(host.fileExists.bind(host))
+    const program = ts.createProgram([file], options, host)
+    return ts.getPreEmitDiagnostics(program, program.getSourceFile(file)).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+  }
+  t.strictSame(diagnose("gatewayError('MODEL_NOT_FOUND')"), [], 'a catalogue code compiles')
+  const refused = diagnose("gatewayError('MODEL_NOT_FOUNDD')")
+  t.equal(refused.length, 1, 'a misspelt code is a type error')
+  t.match(refused[0] ?? '', /^Argument of type '"MODEL_NOT_FOUNDD"' is not assignable to parameter of type '"AUTH_REQUIRED" \| /, 'refused for its code')
 })

@@ -13,7 +13,7 @@ import {
 } from '../plugins/keys/index.js'
 import type { CachedKey, InvalidationBus } from '../plugins/keys/index.js'
 import type { Account, ApiKeyRecord, Store } from '../plugins/store/index.js'
-import { ManualClock, TEST_SECRET, pgTestBackend, sqliteTestBackend } from '../plugins/store/testing.js'
+import { ManualClock, TEST_SECRET, pgTestBackend, sqliteTestBackend } from './helpers/store.js'
 
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'
 const CHANNEL = `gateway-test-invalidation-${randomUUID()}`

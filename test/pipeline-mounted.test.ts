@@ -11,7 +11,7 @@ import t from 'tap'
 import { loadConfig, modelGateway } from 'model-gateway'
 import { openServices } from '../plugins/gateway/index.js'
 import { formatMoney, parseMoney } from '../plugins/pricing/money.js'
-import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from '../plugins/store/testing.js'
+import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from './helpers/store.js'
 import { startMockUpstream } from './fixtures/mock-upstream.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 

@@ -1,7 +1,7 @@
 // AccountStore contract, run against SQLite and PostgreSQL.
 import t from 'tap'
 import type { InvalidationMessage } from '../plugins/keys/index.js'
-import { ManualClock, testBackends } from '../plugins/store/testing.js'
+import { ManualClock, testBackends } from './helpers/store.js'
 
 for (const backend of testBackends()) {
   t.test(`accounts (${backend.name})`, async (t) => {

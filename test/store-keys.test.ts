@@ -7,7 +7,7 @@ import { KeySealError, hasValidChecksum, lookupHash } from '../plugins/keys/inde
 import type { InvalidationMessage } from '../plugins/keys/index.js'
 import { openStore } from '../plugins/store/index.js'
 import type { Store } from '../plugins/store/index.js'
-import { ManualClock, TEST_SECRET, testBackends } from '../plugins/store/testing.js'
+import { ManualClock, TEST_SECRET, testBackends } from './helpers/store.js'
 
 const LEGACY = 'gw_live_9f8e7d6c5b4a3f2e1d0c9b8a'
 

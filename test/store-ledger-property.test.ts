@@ -4,8 +4,8 @@
 import fc from 'fast-check'
 import t from 'tap'
 import type { Store } from '../plugins/store/index.js'
-import { ledgerFacts } from '../plugins/store/ledger/ledger-testing.js'
-import { ManualClock, testBackends } from '../plugins/store/testing.js'
+import { ledgerFacts } from './helpers/ledger.js'
+import { ManualClock, testBackends } from './helpers/store.js'
 
 type Op =
   | { op: 'credit'; amount: bigint; grant: boolean }

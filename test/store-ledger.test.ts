@@ -1,9 +1,9 @@
 // LedgerStore contract, run against SQLite and PostgreSQL.
 import t, { type Test } from 'tap'
 import type { HoldResult, Store } from '../plugins/store/index.js'
-import { UnknownAccountError, UnknownHoldError } from '../plugins/store/index.js'
-import { allEntries, execSql, ledgerFacts } from '../plugins/store/ledger/ledger-testing.js'
-import { ManualClock, testBackends } from '../plugins/store/testing.js'
+import { PostingConflictError, UnknownAccountError, UnknownHoldError } from '../plugins/store/index.js'
+import { allEntries, execSql, ledgerFacts } from './helpers/ledger.js'
+import { ManualClock, testBackends } from './helpers/store.js'
 
 const TTL = 60_000
 
@@ -84,11 +84,11 @@ for (const backend of testBackends()) {
       const before = await ledgerFacts(store, id)
       await t.rejects(
         ledger.credit({ accountId: id, amount: 99n, kind: 'topup', postingId: `fund-${id}` }),
-        { name: 'RangeError', message: /already used for a different posting/ },
+        PostingConflictError,
         'same postingId, other amount',
       )
-      await t.rejects(ledger.credit({ accountId: other, amount: 100n, kind: 'topup', postingId: `fund-${id}` }), RangeError)
-      await t.rejects(ledger.credit({ accountId: id, amount: 100n, kind: 'grant', postingId: `fund-${id}` }), RangeError)
+      await t.rejects(ledger.credit({ accountId: other, amount: 100n, kind: 'topup', postingId: `fund-${id}` }), PostingConflictError)
+      await t.rejects(ledger.credit({ accountId: id, amount: 100n, kind: 'grant', postingId: `fund-${id}` }), PostingConflictError)
       await t.rejects(ledger.credit({ accountId: id, amount: 0n, kind: 'topup', postingId: 'zero' }), RangeError)
       await t.rejects(ledger.credit({ accountId: id, amount: -5n, kind: 'topup', postingId: 'neg' }), RangeError)
       await t.rejects(ledger.credit({ accountId: id, amount: 5n, kind: 'topup', postingId: 'post:hold_x' }), {

@@ -12,7 +12,7 @@ import { pgMigrations } from '../plugins/store/migrations/pg/index.js'
 import { sqliteMigrations } from '../plugins/store/migrations/sqlite/index.js'
 import { runPgMigrations } from '../plugins/store/pg/pg-migrate.js'
 import { runSqliteMigrations } from '../plugins/store/sqlite/sqlite-migrate.js'
-import { ManualClock, TEST_DATABASE_URL, TEST_SECRET, randomSchemaName, testBackends } from '../plugins/store/testing.js'
+import { ManualClock, TEST_DATABASE_URL, TEST_SECRET, randomSchemaName, testBackends } from './helpers/store.js'
 
 async function appliedVersions(store: Store): Promise<Array<{ version: number; name: string; checksum: string }>> {
   const sql = 'SELECT version, name, checksum FROM schema_migrations ORDER BY version'

@@ -3,7 +3,7 @@
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { dumpAllTables, testBackends } from '../plugins/store/testing.js'
+import { dumpAllTables, testBackends } from './helpers/store.js'
 
 const LEGACY = 'gw_live_legacy0123456789abcdefABCDEF'
 

@@ -6,7 +6,7 @@ import t from 'tap'
 import type { RequestLogRow, RequestLogStore, Store } from '../plugins/store/index.js'
 import { RequestLogError, RequestLogWriter } from '../plugins/store/request-log/index.js'
 import type { RequestLogWriterOptions, WriterTimers } from '../plugins/store/request-log/index.js'
-import { testBackends } from '../plugins/store/testing.js'
+import { testBackends } from './helpers/store.js'
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z')
 const noop = (): void => {}

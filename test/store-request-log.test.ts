@@ -1,7 +1,7 @@
 // RequestLogStore contract, run against SQLite and PostgreSQL.
 import t from 'tap'
-import type { RequestLogRow, Store } from '../plugins/store/index.js'
-import { dumpAllTables, testBackends } from '../plugins/store/testing.js'
+import { InvalidCursorError, type RequestLogRow, type Store } from '../plugins/store/index.js'
+import { dumpAllTables, testBackends } from './helpers/store.js'
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z')
 
@@ -257,9 +257,9 @@ for (const backend of testBackends()) {
       await t.rejects(log.list({ limit: 0 }), RangeError)
       await t.rejects(log.list({ limit: 1001 }), RangeError)
       await t.rejects(log.list({ limit: 1.5 }), RangeError)
-      await t.rejects(log.list({ limit: 10, before: 'not a cursor!' }), RangeError)
-      await t.rejects(log.list({ limit: 10, before: Buffer.from('garbage').toString('base64url') }), RangeError)
-      await t.rejects(log.list({ limit: 10, before: '' }), RangeError)
+      await t.rejects(log.list({ limit: 10, before: 'not a cursor!' }), InvalidCursorError)
+      await t.rejects(log.list({ limit: 10, before: Buffer.from('garbage').toString('base64url') }), InvalidCursorError)
+      await t.rejects(log.list({ limit: 10, before: '' }), InvalidCursorError)
     })
 
     t.test('no key plaintext in the request log: not in the type, not in any column', async (t) => {

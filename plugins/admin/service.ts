@@ -10,7 +10,7 @@ import { formatMoney, parseMoney } from '../pricing/money.js'
 import { gatewayError } from '../errors/index.js'
 import { isLegacyKey } from '../keys/index.js'
 import type { Account, AccountPatch, ApiKeyRecord, Clock, KeyInputContext, KeyInputError, Store } from '../store/index.js'
-import { systemClock, validateKeyInput, validateKeyPatch } from '../store/index.js'
+import { InvalidCursorError, PostingConflictError, systemClock, validateKeyInput, validateKeyPatch } from '../store/index.js'
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MINOR_UNIT_DIGITS } from './constants.js'
 import {
   type AccountView,
@@ -323,7 +323,7 @@ export async function creditAccount (ctx: AdminContext, id: string, body: unknow
     await ctx.store.ledger.credit({ accountId: account.id, amount, kind, postingId, ...(note === undefined ? {} : { note }) })
   } catch (err) {
     // The ledger refuses a posting id reused for another amount or kind: a client bug, not a retry.
-    if (key !== undefined && err instanceof Error && /posting/i.test(err.message)) {
+    if (key !== undefined && err instanceof PostingConflictError) {
       throw requestInvalid('idempotency_key', 'This idempotency key was used for a different credit.')
     }
     throw err
@@ -369,7 +369,7 @@ export async function listRequests (ctx: AdminContext, query: unknown = {}): Pro
       ...(before === undefined ? {} : { before })
     })
   } catch (err) {
-    if (err instanceof RangeError) throw requestInvalid('before', 'before is not a cursor this API returned.')
+    if (err instanceof InvalidCursorError) throw requestInvalid('before', 'before is not a cursor this API returned.')
     throw err
   }
   return { data: page.rows.map(requestLogView), has_more: page.nextBefore !== null, next_before: page.nextBefore }

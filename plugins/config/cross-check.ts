@@ -3,7 +3,7 @@
 // turns paths into YAML lines. Written to tolerate a config that failed the schema, since
 // the loader still runs it then to report every problem at once.
 import { checkOperations } from '../operations/check.js'
-import { compilePrice } from '../pricing/compile.js'
+import { compilePrice, PriceConfigError } from '../pricing/compile.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
 import { formatPath, type PathProblem, type PathSegment } from './problem.js'
 
@@ -102,9 +102,8 @@ function checkPricing (model: ModelConfig, i: number): CrossProblem[] {
     compilePrice(pricing, 'pricing')
     return []
   } catch (err) {
-    const text = err instanceof Error ? err.message : String(err)
-    const m = /^pricing(?:\.([a-z_]+))?: (.*)$/s.exec(text)
-    return [{ path: m?.[1] ? ['models', i, 'pricing', m[1]] : ['models', i, 'pricing'], message: m?.[2] ?? text }]
+    if (!(err instanceof PriceConfigError)) throw err
+    return [{ path: err.field ? ['models', i, 'pricing', err.field] : ['models', i, 'pricing'], message: err.reason }]
   }
 }
 

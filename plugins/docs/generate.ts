@@ -63,6 +63,38 @@ export function errorTable (file = new URL('../../config/errors.yaml', import.me
 
 export const SECTIONS: Record<string, () => string> = { 'config-reference': configReference, 'error-table': errorTable }
 
+/**
+ * `plugins/errors/codes.ts`: the catalogue's codes as a `const` array and a union type, so the
+ * compiler refuses a `gatewayError` call with a code the catalogue lacks. The YAML stays the
+ * data; this is its typed shadow, rewritten by `npm run docs`, checked by test/docs.test.ts.
+ */
+export function errorCodesModule (file = new URL('../../config/errors.yaml', import.meta.url)): string {
+  const errors = (parse(readFileSync(file, 'utf8')) as { errors: ErrorsConfig }).errors
+  const quote = (s: string): string => `'${s}'`
+  const aliases = errors.catalogue.flatMap((e) => (e.aliases ?? []).map((a) => `  ${a}: ${quote(e.code)}`))
+  return [
+    '// Generated from config/errors.yaml by `npm run docs` (plugins/docs/generate.ts): do not edit.',
+    '// test/docs.test.ts fails when this file is stale.',
+    '',
+    '/** Every code of the error catalogue, in catalogue order. */',
+    'export const ERROR_CODES = [',
+    errors.catalogue.map((e) => `  ${quote(e.code)}`).join(',\n'),
+    '] as const',
+    '',
+    '/** A catalogue code: what `gatewayError` takes and a client branches on. */',
+    'export type ErrorCode = typeof ERROR_CODES[number]',
+    '',
+    '/** The short-form codes of the earlier table, each with the canonical code it stands for. */',
+    `export const LEGACY_ALIASES = {${aliases.length === 0 ? '' : `\n${aliases.join(',\n')}\n`}} as const satisfies Readonly<Record<string, ErrorCode>>`,
+    '',
+    'export type LegacyErrorCode = keyof typeof LEGACY_ALIASES',
+    ''
+  ].join('\n')
+}
+
+/** Generated source files, by path from the repository root, with their generators. */
+export const GENERATED_FILES: Record<string, () => string> = { 'plugins/errors/codes.ts': () => errorCodesModule() }
+
 /** The README with every generated section replaced by its current text. */
 export function renderReadme (readme: string): string {
   let out = readme

@@ -1,4 +1,5 @@
 import type { EnvelopeKind, ErrorsConfig, RetryStrategy, ServerConfig } from '../config/types.js'
+import type { ErrorCode } from './codes.js'
 
 export interface CatalogueEntry {
   code: string
@@ -18,8 +19,7 @@ export interface CatalogueEntry {
 export interface Catalogue {
   readonly domain: string
   readonly contentLanguage: string
-  get (code: string): CatalogueEntry
-  has (code: string): boolean
+  get (code: ErrorCode): CatalogueEntry
   entries (): readonly CatalogueEntry[]
 }
 
@@ -62,9 +62,9 @@ export function compileCatalogue (errors: ErrorsConfig, server: ServerConfig): C
   return {
     domain: errors.domain,
     contentLanguage: server.content_language,
-    // An unknown code is a gateway bug: answer as an internal error rather than crash.
+    // The type guarantees a code of config/errors.yaml; an operator's own catalogue may still
+    // lack it, and that answers as an internal error rather than crash.
     get: (code) => byCode.get(code) ?? internal,
-    has: (code) => byCode.has(code),
     entries: () => all
   }
 }

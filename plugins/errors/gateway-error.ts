@@ -1,3 +1,5 @@
+import type { ErrorCode } from './codes.js'
+
 export type BillingStatus = 'NOT_BILLED' | 'BILLED' | 'PENDING' | 'UNKNOWN'
 
 export interface GatewayErrorDetails {
@@ -13,10 +15,10 @@ export interface GatewayErrorDetails {
 
 /** The only error type that reaches a client: a catalogue code plus occurrence details. */
 export class GatewayError extends Error {
-  readonly code: string
+  readonly code: ErrorCode
   readonly details: GatewayErrorDetails
 
-  constructor (code: string, details: GatewayErrorDetails = {}) {
+  constructor (code: ErrorCode, details: GatewayErrorDetails = {}) {
     super(details.detail ? `${code}: ${details.detail}` : code, details.cause === undefined ? undefined : { cause: details.cause })
     this.name = 'GatewayError'
     this.code = code
@@ -24,7 +26,7 @@ export class GatewayError extends Error {
   }
 }
 
-export function gatewayError (code: string, details: GatewayErrorDetails = {}): GatewayError {
+export function gatewayError (code: ErrorCode, details: GatewayErrorDetails = {}): GatewayError {
   return new GatewayError(code, details)
 }
 

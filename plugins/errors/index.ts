@@ -1,3 +1,4 @@
+export { ERROR_CODES, LEGACY_ALIASES, type ErrorCode, type LegacyErrorCode } from './codes.js'
 export { GatewayError, gatewayError, isGatewayError, type BillingStatus, type GatewayErrorDetails } from './gateway-error.js'
 export { compileCatalogue, type Catalogue, type CatalogueEntry } from './catalogue.js'
 export { renderError, errorFrame, billedHeader, envelopeBody, errorObject, type ErrorOccurrence, type RenderedError } from './envelopes.js'

@@ -1,9 +1,10 @@
 import type { Catalogue } from './catalogue.js'
+import type { ErrorCode } from './codes.js'
 import type { ErrorOccurrence } from './envelopes.js'
 import { isGatewayError, type BillingStatus } from './gateway-error.js'
 
 // Fastify's own client-side failures, mapped once to catalogue codes.
-const FASTIFY_CODES: Readonly<Record<string, string>> = {
+const FASTIFY_CODES: Readonly<Record<string, ErrorCode>> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'REQUEST_TOO_LARGE',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'REQUEST_MEDIA_TYPE_UNSUPPORTED',
   FST_ERR_CTP_EMPTY_TYPE: 'REQUEST_MEDIA_TYPE_UNSUPPORTED',
@@ -15,7 +16,7 @@ const FASTIFY_CODES: Readonly<Record<string, string>> = {
 }
 
 export interface Classified {
-  code: string
+  code: ErrorCode
   /** True when the failure is the gateway's, so it must be logged with its stack. */
   internal: boolean
 }

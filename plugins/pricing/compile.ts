@@ -41,12 +41,23 @@ const TOKEN_FIELDS = ['input', 'output', 'cached_input'] as const
 type MoneyField = typeof TOKEN_FIELDS[number] | 'unit_price' | 'url_media_item'
 
 /**
- * Validates and compiles one price list. Throws a plain Error naming `where` (e.g.
+ * A price list compilePrice refuses. `field` and `reason` are kept apart so `check` can point at
+ * the field's line without reading them back out of the message.
+ */
+export class PriceConfigError extends Error {
+  override readonly name = 'PriceConfigError'
+  constructor (readonly where: string, readonly field: string | null, readonly reason: string) {
+    super(`${where}${field ? `.${field}` : ''}: ${reason}`)
+  }
+}
+
+/**
+ * Validates and compiles one price list. Throws a PriceConfigError naming `where` (e.g.
  * "models[3].pricing") and the field at fault; the config loader calls this at boot.
  */
 export function compilePrice (p: PriceConfig, where = 'pricing'): CompiledPrice {
   const fail = (field: string | null, message: string): never => {
-    throw new Error(`${where}${field ? `.${field}` : ''}: ${message}`)
+    throw new PriceConfigError(where, field, message)
   }
   if (p === null || typeof p !== 'object') fail(null, 'expected an object')
   if (!UNITS.includes(p.unit)) fail('unit', `must be one of ${UNITS.join(', ')}, got ${JSON.stringify(p.unit)}`)

@@ -1,6 +1,6 @@
 export { MONEY_SCALE, MoneyFormatError, NANOS_PER_UNIT, formatMoney, isMoneyFormatError, parseMoney } from './money.js'
 export type { Usage } from './usage-types.js'
-export { type CompiledPrice, type PriceUnit, type Rate, compilePrice } from './compile.js'
+export { type CompiledPrice, type PriceUnit, type Rate, compilePrice, PriceConfigError } from './compile.js'
 export { billableMillis, costOf } from './cost.js'
 export { type AudioDuration, type DurationSource, LOWEST_BYTES_PER_SECOND, readAudioDuration, sizeBoundMillis } from './audio-duration.js'
 export {

@@ -3,7 +3,7 @@
 // plugins/pricing), a request's cost is summed with bigint and rounded up once; and what the
 // gateway did is read back from its real store (ledger entries, open holds, request log rows).
 import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
-import { allEntries } from '../../plugins/store/ledger/ledger-testing.js'
+import { allEntries } from './ledger.js'
 import type { LedgerEntry } from '../../plugins/store/ledger/types.js'
 import type { TestGateway } from './gateway.js'
 import { modelOf, readRepoConfig, type RawConfig } from './test-config.js'

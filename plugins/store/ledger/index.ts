@@ -3,6 +3,7 @@ export type * from './types.js'
 export {
   CHARGE_POSTING_PREFIX,
   MAX_LEDGER_AMOUNT,
+  PostingConflictError,
   UnknownAccountError,
   UnknownHoldError,
 } from './ledger-input.js'

@@ -59,9 +59,18 @@ export function checkSameCredit(
   input: { accountId: string; amount: bigint; kind: CreditKind },
 ): void {
   if (existing.accountId !== input.accountId || existing.amount !== input.amount || existing.kind !== input.kind) {
-    throw new RangeError(
-      `postingId ${postingId} was already used for a different posting (${existing.kind} ${existing.amount} on ${existing.accountId})`,
-    )
+    throw new PostingConflictError(postingId, existing)
+  }
+}
+
+/**
+ * A credit whose postingId was already used for a different credit: the caller reused an
+ * idempotency key, so callers (the admin API) tell it apart by class, never by its message.
+ */
+export class PostingConflictError extends RangeError {
+  override readonly name = 'PostingConflictError'
+  constructor(readonly postingId: string, existing: { accountId: string; amount: bigint; kind: string }) {
+    super(`postingId ${postingId} was already used for a different posting (${existing.kind} ${existing.amount} on ${existing.accountId})`)
   }
 }
 

@@ -1,4 +1,5 @@
 // Encoding shared by both backends: usage as JSON, text clean-up, the page cursor.
+import { InvalidCursorError } from './errors.js'
 import type { RequestLogRow, RequestUsage } from './types.js'
 
 /** Usage units and their snake_case names inside the stored JSON object. */
@@ -70,6 +71,6 @@ const CURSOR = /^(\d{1,15}):(.+)$/s
 
 export function decodeCursor(cursor: string): Cursor {
   const m = /^[A-Za-z0-9_-]+$/.test(cursor) ? CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8')) : null
-  if (!m || m[1] === undefined || m[2] === undefined) throw new RangeError('invalid request log cursor')
+  if (!m || m[1] === undefined || m[2] === undefined) throw new InvalidCursorError()
   return { createdAtMs: Number(m[1]), requestId: m[2] }
 }

@@ -21,3 +21,11 @@ export class RequestLogError extends Error {
     this.dropped = code !== 'FLUSH_FAILED'
   }
 }
+
+/** A `before` cursor that no list() returned: a caller mistake, told apart by class. */
+export class InvalidCursorError extends RangeError {
+  override readonly name = 'InvalidCursorError'
+  constructor() {
+    super('invalid request log cursor')
+  }
+}

@@ -77,7 +77,7 @@ export interface RequestLogStore {
    * Throws RangeError before touching the database when a row is malformed (see checkRequestLogRow).
    */
   insertMany(rows: readonly RequestLogRow[]): Promise<void>
-  /** Newest first; throws RangeError on a bad limit or cursor. */
+  /** Newest first; throws RangeError on a bad limit, InvalidCursorError (a RangeError) on a bad cursor. */
   list(q: RequestLogQuery): Promise<RequestLogPage>
   get(requestId: string): Promise<RequestLogRow | null>
 }

@@ -1,0 +1,43 @@
+// The production tree stands alone: nothing under plugins/ reaches into test/, so the build and
+// the mounted package never carry test helpers (they live in test/helpers/).
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const plugins = join(root, 'plugins')
+const tests = join(root, 'test')
+
+/** Every `.ts` file under a directory. */
+function sources (dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
+    const p = join(dir, d.name)
+    if (d.isDirectory()) return sources(p)
+    return d.name.endsWith('.ts') ? [p] : []
+  })
+}
+
+/** The relative specifiers a module imports or re-exports, static or dynamic. */
+function specifiers (text: string): string[] {
+  const out: string[] = []
+  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.{1,2}\/[^'"]+)['"]/g)) if (m[1] !== undefined) out.push(m[1])
+  return out
+}
+
+t.test('the import scan sees static, side-effect and dynamic imports', async (t) => {
+  t.strictSame(specifiers("import { a } from '../x.js'\nimport '../y.js'\nconst z = await import('../z.js')\nexport * from './w.js'"), ['../x.js', '../y.js', '../z.js', './w.js'])
+})
+
+t.test('no module under plugins/ imports from test/', async (t) => {
+  const files = sources(plugins)
+  t.ok(files.length > 50, `scanned the production tree (${files.length} files)`)
+  for (const file of files) {
+    const inTest = specifiers(readFileSync(file, 'utf8')).filter((s) => resolve(file, '..', s).startsWith(tests))
+    t.strictSame(inTest, [], `${relative(root, file)} imports nothing from test/`)
+  }
+})
+
+t.test('the store test helpers live in test/helpers/, not in the production tree', async (t) => {
+  t.strictSame(sources(plugins).filter((f) => /testing/.test(relative(plugins, f))).map((f) => relative(root, f)), [])
+})
