@@ -6,7 +6,6 @@ import { createMeter, type Meter, type MeterInput } from '../plugins/metering/me
 import { emptyUsage, type Usage } from '../plugins/metering/usage.js'
 import { cut } from './helpers/chunks.js'
 
-
 function feed (input: MeterInput, chunks: readonly Buffer[]): Meter {
   const meter = createMeter(input)
   const onChunk = meter.onChunk
