@@ -274,7 +274,7 @@ async function shutdownLosesNothing (t: Test, backend: Backend, slowSettle = fal
     await locker.query('SELECT 1 FROM wallets WHERE account_id = $1 FOR UPDATE', [gw.account.id])
     // The answers reach the clients; their settlements queue behind the lock.
     const lock = locker
-    setTimeout(() => { void lock.query('COMMIT') }, 1000)
+    setTimeout(() => { lock.query('COMMIT') }, 1000)
   }
   const started = performance.now()
   await gw.app.close()

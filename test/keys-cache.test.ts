@@ -47,7 +47,7 @@ function entry (keyId: string, accountId: string): CachedKey {
 function within<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([
     promise,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms).unref()),
+    new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms).unref()),
   ])
 }
 
@@ -149,7 +149,10 @@ t.test('LRU eviction keeps the reverse indexes consistent', async (t) => {
 t.test('getOrLoad caches hits, not misses, and not loads raced by an invalidation', async (t) => {
   const cache = new KeyCache()
   let loads = 0
-  const load = async () => (loads++, entry('key_1', 'acct_A'))
+  const load = async () => {
+    loads++
+    return entry('key_1', 'acct_A')
+  }
   await cache.getOrLoad('h', load)
   await cache.getOrLoad('h', load)
   t.equal(loads, 1, 'second call served from the cache')
@@ -229,7 +232,10 @@ t.test('revoke on instance A drops the entry on instance B (PostgreSQL + Redis)'
   const storeB = await backend.open({ bus: busB })
   const cacheA = new KeyCache({ bus: busA })
   const cacheB = new KeyCache({ bus: busB })
-  t.teardown(() => (cacheA.close(), cacheB.close()))
+  t.teardown(() => {
+    cacheA.close()
+    cacheB.close()
+  })
 
   const account = await storeA.accounts.create({ name: 'a' })
   const windows: number[] = []
@@ -243,7 +249,10 @@ t.test('revoke on instance A drops the entry on instance B (PostgreSQL + Redis)'
 
     const arrived = new Promise<number>((resolve) => {
       const off = busB.subscribe((m) => {
-        if (m.kind === 'key' && m.id === id) (off(), resolve(performance.now()))
+        if (m.kind === 'key' && m.id === id) {
+          off()
+          resolve(performance.now())
+        }
       })
     })
     const start = performance.now()

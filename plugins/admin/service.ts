@@ -38,6 +38,7 @@ export function adminContext (store: Store, config: GatewayConfig, clock: Clock 
 // ---- input helpers -----------------------------------------------------------------------
 
 const MAX_NAME = 100
+// eslint-disable-next-line no-control-regex -- finding control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f\u007f]/
 const ACCOUNT_FIELDS = new Set(['name', 'tier', 'status'])
 

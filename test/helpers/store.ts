@@ -110,6 +110,6 @@ export async function dumpAllTables (store: Store): Promise<Record<string, unkno
   const { rows } = await pool.query<{ table_name: string }>(
     "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
   )
-  for (const { table_name } of rows) out[table_name] = (await pool.query(`SELECT * FROM "${table_name}"`)).rows
+  for (const { table_name: table } of rows) out[table] = (await pool.query(`SELECT * FROM "${table}"`)).rows
   return out
 }

@@ -84,7 +84,8 @@ export class GroupCommit<I, O> {
     while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
       const batch = this.take()
       this.inFlight++
-      void this.execute(batch)
+      // Not awaited: execute() settles its batch's callers itself and never rejects.
+      this.execute(batch)
     }
     if (this.queue.length === 0 && this.inFlight === 0) {
       for (const resolve of this.idle.splice(0)) resolve()

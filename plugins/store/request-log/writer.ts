@@ -162,7 +162,9 @@ export class RequestLogWriter {
       }, this.#closeTimeoutMs)
     })
     try {
-      while (!expired) {
+      // `expired` is set by the deadline timer while this loop awaits.
+      for (;;) {
+        if (expired) break
         const flight = this.#flight ?? (this.#queue.length > 0 ? this.#fly() : null)
         if (flight === null) break
         const error = await Promise.race([flight, expiry])
@@ -202,7 +204,8 @@ export class RequestLogWriter {
       settle = resolve
     })
     this.#flight = flight
-    void this.#insert(batch, settle)
+    // Not awaited here: its outcome reaches callers through `flight`.
+    this.#insert(batch, settle)
     return flight
   }
 
@@ -270,7 +273,7 @@ export class RequestLogWriter {
     this.#timer = undefined
     this.#reportDropped()
     // A timer-driven insert reports its failure through onError; nobody awaits it.
-    if (this.#flight === null && this.#state === 'open' && this.#queue.length > 0) void this.#fly()
+    if (this.#flight === null && this.#state === 'open' && this.#queue.length > 0) this.#fly()
   }
 
   #drop (row: RequestLogRow): void {
