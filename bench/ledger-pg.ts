@@ -47,7 +47,7 @@ interface Impl {
   make(pool: Pool): { request: Request; batches?: () => string; close(): Promise<void> }
 }
 
-async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+async function transaction<T> (pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   try {
     await client.query('BEGIN')
@@ -63,20 +63,20 @@ async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promi
 }
 
 /** The plain pattern: a hold transaction, then a post transaction, each its own commit. */
-function naive(pool: Pool): Request {
+function naive (pool: Pool): Request {
   return async (accountId, requestId) => {
     const holdId = randomIds('hold')
     const held = await transaction(pool, async (client) => {
       const now = new Date()
       const reserved = await client.query(
         'UPDATE wallets SET held = held + $1, updated_at = $3 WHERE account_id = $2 AND balance - held - $1 >= 0 RETURNING 1',
-        [HOLD.toString(), accountId, now],
+        [HOLD.toString(), accountId, now]
       )
       if (reserved.rowCount === 0) return false
       await client.query(
         `INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at)
          VALUES ($1, $2, $3, 'open', $4, $5, $6)`,
-        [holdId, accountId, HOLD.toString(), requestId, new Date(now.getTime() + 600_000), now],
+        [holdId, accountId, HOLD.toString(), requestId, new Date(now.getTime() + 600_000), now]
       )
       return true
     })
@@ -86,13 +86,13 @@ function naive(pool: Pool): Request {
       const posted = await client.query(
         `UPDATE holds SET status = 'posted', posted_amount = LEAST($2::int8, amount), settled_at = $3
          WHERE id = $1 AND status = 'open' RETURNING amount`,
-        [holdId, COST.toString(), new Date()],
+        [holdId, COST.toString(), new Date()]
       )
       if (posted.rowCount !== 1) return
       await client.query(
         `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, created_at)
          VALUES ($1, $2, $3, 'charge', $4, $5, $6, $7)`,
-        [randomIds('entry'), accountId, (-COST).toString(), `post:${holdId}`, holdId, requestId, new Date()],
+        [randomIds('entry'), accountId, (-COST).toString(), `post:${holdId}`, holdId, requestId, new Date()]
       )
       await client.query('UPDATE wallets SET held = held - $1, balance = balance - $2 WHERE account_id = $3', [
         HOLD.toString(),
@@ -104,7 +104,7 @@ function naive(pool: Pool): Request {
   }
 }
 
-function viaLedger(ledger: LedgerStore): Request {
+function viaLedger (ledger: LedgerStore): Request {
   return async (accountId, requestId) => {
     const h = await ledger.hold({ accountId, amount: HOLD, floor: 0n, requestId, ttlMs: 600_000 })
     if (!h.ok) return false
@@ -114,10 +114,10 @@ function viaLedger(ledger: LedgerStore): Request {
   }
 }
 
-function batched(name: string, batch: Omit<GroupCommitOptions, 'onBatch'>): Impl {
+function batched (name: string, batch: Omit<GroupCommitOptions, 'onBatch'>): Impl {
   return {
     name,
-    make(pool) {
+    make (pool) {
       const sizes = { hold: { items: 0, batches: 0 }, settle: { items: 0, batches: 0 } }
       const observe = (kind: 'hold' | 'settle') => (size: number) => {
         sizes[kind].items += size
@@ -148,7 +148,7 @@ const ALL_IMPLS: Impl[] = [
 /** BENCH_ONLY=substring keeps the implementations whose name contains it. */
 const IMPLS = ALL_IMPLS.filter((impl) => impl.name.includes(process.env['BENCH_ONLY'] ?? ''))
 
-async function fundedAccounts(store: Store, n: number): Promise<string[]> {
+async function fundedAccounts (store: Store, n: number): Promise<string[]> {
   const ids: string[] = []
   for (let i = 0; i < n; i++) {
     const { id } = await store.accounts.create({ name: `bench-${i}` })
@@ -159,12 +159,12 @@ async function fundedAccounts(store: Store, n: number): Promise<string[]> {
 }
 
 /** balance == Σ entries and held == 0 on every wallet, after the run drained. */
-async function verify(pool: Pool, accounts: string[]): Promise<void> {
+async function verify (pool: Pool, accounts: string[]): Promise<void> {
   const { rows } = await pool.query<{ bad: string }>(
     `SELECT count(*) FILTER (WHERE w.balance <> e.total OR w.held <> 0)::text AS bad
      FROM wallets w JOIN (SELECT account_id, SUM(amount) AS total FROM ledger_entries GROUP BY account_id) e USING (account_id)
      WHERE w.account_id = ANY($1)`,
-    [accounts],
+    [accounts]
   )
   const bad = rows[0]?.bad ?? '?'
   if (bad !== '0') throw new Error(`${bad} wallets disagree with their entries`)
@@ -177,7 +177,7 @@ interface RunResult {
   batches: string
 }
 
-async function run(impl: Impl, pool: Pool, accounts: string[], workers: number): Promise<RunResult> {
+async function run (impl: Impl, pool: Pool, accounts: string[], workers: number): Promise<RunResult> {
   const made = impl.make(pool)
   let requests = 0
   let refused = 0
@@ -194,7 +194,7 @@ async function run(impl: Impl, pool: Pool, accounts: string[], workers: number):
         requests++
         if (performance.now() > warmupEnd) counted++
       }
-    }),
+    })
   )
   const elapsed = (performance.now() - warmupEnd) / 1000
   await made.close()
@@ -208,19 +208,19 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2
 }
 
-async function main(): Promise<void> {
+async function main (): Promise<void> {
   const schema = randomSchemaName()
   const store = await openStore({ databaseUrl: DATABASE_URL, schema, secret: TEST_SECRET, poolMax: POOL })
   const admin = new pg.Client({ connectionString: DATABASE_URL })
   await admin.connect()
   try {
     const settings = await admin.query<{ name: string; setting: string }>(
-      "SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'commit_delay', 'wal_sync_method') ORDER BY name",
+      "SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'commit_delay', 'wal_sync_method') ORDER BY name"
     )
     console.log(`PostgreSQL ${(await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v}:`, settings.rows.map((r) => `${r.name}=${r.setting}`).join(' '))
     console.log(
       `${SECONDS} s per run after ${WARMUP_MS} ms warm-up, pool ${POOL}, hold ${HOLD} then settle ${COST} per request` +
-        `${UPSTREAM_MS > 0 ? `, upstream 0–${UPSTREAM_MS} ms between them` : ''}\n`,
+        `${UPSTREAM_MS > 0 ? `, upstream 0–${UPSTREAM_MS} ms between them` : ''}\n`
     )
     if (store.backend.kind !== 'pg') throw new Error('expected PostgreSQL')
     const { pool } = store.backend
@@ -246,7 +246,7 @@ async function main(): Promise<void> {
           console.log(
             `  ${impl.name.padEnd(50)} ${median(rates).toFixed(0).padStart(6)} req/s  ` +
               `(${Math.min(...rates).toFixed(0)}–${Math.max(...rates).toFixed(0)}; ledger exact${refused ? `, ${refused} refused` : ''}` +
-              `${runs.at(-1)?.batches ? `; ${runs.at(-1)?.batches}` : ''})`,
+              `${runs.at(-1)?.batches ? `; ${runs.at(-1)?.batches}` : ''})`
           )
         }
         console.log('')

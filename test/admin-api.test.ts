@@ -29,15 +29,15 @@ interface Answer {
   json: Record<string, any>
 }
 
-async function adminApp(store: Store, clock: ManualClock, extra: Partial<AdminRoutesOptions> = {}, logs?: string[]): Promise<FastifyInstance> {
-  const stream = new Writable({ write(chunk, _enc, done) { logs?.push(String(chunk)); done() } })
+async function adminApp (store: Store, clock: ManualClock, extra: Partial<AdminRoutesOptions> = {}, logs?: string[]): Promise<FastifyInstance> {
+  const stream = new Writable({ write (chunk, _enc, done) { logs?.push(String(chunk)); done() } })
   const app = Fastify({ genReqId: newRequestId, logger: logs ? { level: 'trace', stream } : false })
   await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store, config, catalogue, token: TOKEN, clock, ...extra })
   await app.ready()
   return app
 }
 
-function caller(app: FastifyInstance) {
+function caller (app: FastifyInstance) {
   return async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> => {
     const res = await app.inject({
       method,
@@ -52,7 +52,7 @@ function caller(app: FastifyInstance) {
 }
 
 /** The chat envelope and every error header of the spec, for one refusal. */
-function isError(t: Tap, res: Answer, code: ErrorCode, param?: string | null): void {
+function isError (t: Tap, res: Answer, code: ErrorCode, param?: string | null): void {
   const entry = catalogue.get(code)
   t.equal(entry.code, code, `${code} is in the catalogue`)
   t.equal(res.status, entry.status, `${code} answers ${entry.status}`)
@@ -78,7 +78,7 @@ function isError(t: Tap, res: Answer, code: ErrorCode, param?: string | null): v
   t.match(res.headers['content-type'], /^application\/json/)
 }
 
-function isOk(t: Tap, res: Answer, status = 200): void {
+function isOk (t: Tap, res: Answer, status = 200): void {
   t.equal(res.status, status, `answers ${status}: ${res.body.slice(0, 200)}`)
   t.equal(res.headers['cache-control'], 'no-store')
   t.match(res.headers['x-request-id'], /^req_/)
@@ -265,8 +265,17 @@ for (const backend of testBackends()) {
       const res = await call('POST', `/accounts/${accountId}/keys`, { name: 'min' })
       isOk(t, res, 201)
       t.match(res.json, {
-        allowed_models: null, expires_at: null, active: true, timezone: 'UTC', quota: null, daily_spend_cap: null,
-        monthly_spend_cap: null, daily_image_cap: null, tags: [], rate_limit_policy: null, legacy: false,
+        allowed_models: null,
+        expires_at: null,
+        active: true,
+        timezone: 'UTC',
+        quota: null,
+        daily_spend_cap: null,
+        monthly_spend_cap: null,
+        daily_image_cap: null,
+        tags: [],
+        rate_limit_policy: null,
+        legacy: false,
       })
     })
 
@@ -468,7 +477,7 @@ t.test('registration refuses an empty or unsendable token', async (t) => {
     const app = Fastify({ logger: false })
     await t.rejects(
       async () => { await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store, config, token }).ready() },
-      /token must be a non-empty string without whitespace/,
+      /token must be a non-empty string without whitespace/
     )
   }
 })

@@ -26,7 +26,7 @@ interface Run {
   json: any
 }
 
-function runCli(args: string[], env: Record<string, string>, input?: string): Promise<Run> {
+function runCli (args: string[], env: Record<string, string>, input?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
       cwd: root,
@@ -49,7 +49,7 @@ function runCli(args: string[], env: Record<string, string>, input?: string): Pr
 }
 
 /** The same command functions in this process, with their environment and output captured. */
-async function inProcess(args: string[], env: Record<string, string>): Promise<Run> {
+async function inProcess (args: string[], env: Record<string, string>): Promise<Run> {
   let stdout = ''
   let stderr = ''
   const io: CommandIo = {
@@ -64,7 +64,7 @@ async function inProcess(args: string[], env: Record<string, string>): Promise<R
   return { code, stdout, stderr, json }
 }
 
-function backendEnv(backend: TestBackend): Record<string, string> {
+function backendEnv (backend: TestBackend): Record<string, string> {
   return backend.name === 'sqlite'
     ? { GATEWAY_DATA_DIR: backend.location }
     : { DATABASE_URL: TEST_DATABASE_URL, DATABASE_SCHEMA: backend.location }
@@ -72,14 +72,14 @@ function backendEnv(backend: TestBackend): Record<string, string> {
 
 type Tap = Test
 
-function expectOk(t: Tap, r: Run, what: string): any {
+function expectOk (t: Tap, r: Run, what: string): any {
   t.equal(r.code, 0, `${what} exits 0 ${r.stderr}`)
   t.equal(r.stderr, '', `${what}: nothing on stderr`)
   t.ok(r.json, `${what} prints JSON`)
   return r.json
 }
 
-function expectFailure(t: Tap, r: Run, what: string, code: string, param?: string): void {
+function expectFailure (t: Tap, r: Run, what: string, code: string, param?: string): void {
   t.equal(r.code, 1, `${what} exits 1`)
   t.equal(r.stdout, '', `${what}: nothing on stdout`)
   t.equal(r.json?.error?.code, code, `${what} answers ${code}`)
@@ -109,9 +109,20 @@ for (const backend of [sqliteTestBackend(), pgTestBackend()]) {
         '--monthly-cap', '10', '--daily-image-cap', '5', '--tags', 'team:ml,ci', '--policy', 'standard',
       ])
       t.match(created, {
-        id: /^key_/, account_id: account.id, name: 'ci', key: /^sk-/, allowed_models: ['openai/gpt-4o', 'openai/gpt-4o-mini'],
-        expires_at: '2099-01-01T00:00:00.000Z', timezone: 'Asia/Tokyo', quota: '25.00', daily_spend_cap: '1.50',
-        monthly_spend_cap: '10.00', daily_image_cap: 5, tags: ['team:ml', 'ci'], rate_limit_policy: 'standard', active: true,
+        id: /^key_/,
+        account_id: account.id,
+        name: 'ci',
+        key: /^sk-/,
+        allowed_models: ['openai/gpt-4o', 'openai/gpt-4o-mini'],
+        expires_at: '2099-01-01T00:00:00.000Z',
+        timezone: 'Asia/Tokyo',
+        quota: '25.00',
+        daily_spend_cap: '1.50',
+        monthly_spend_cap: '10.00',
+        daily_image_cap: 5,
+        tags: ['team:ml', 'ci'],
+        rate_limit_policy: 'standard',
+        active: true,
       })
       t.equal((await store.keys.findByLookupHash(lookupHash(TEST_SECRET, created.key)))?.id, created.id, 'the key authenticates')
 
@@ -242,6 +253,6 @@ t.test('the real CLI tells running instances over Redis what changed', async (t)
   expectOk(t, await runCli(['accounts', 'suspend', account.id], env), 'accounts suspend')
   // Pub/sub delivery is asynchronous: wait a little for both messages.
   const mine = (): InvalidationMessage[] => seen.filter((m) => m.kind !== 'all' && (m.id === key.id || m.id === account.id))
-  for (let i = 0; i < 100 && mine().length < 2; i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 100 && mine().length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20))
   t.same(mine(), [{ kind: 'key', id: key.id }, { kind: 'account', id: account.id }])
 })

@@ -26,7 +26,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     }
     const balance = async (): Promise<bigint> => (await ledger.wallet(gw.account.id)).balance
     const settled = async (): Promise<void> => {
-      for (let i = 0; i < 100 && (await ledger.openHolds(gw.account.id)).length > 0; i++) await new Promise((r) => setTimeout(r, 20))
+      for (let i = 0; i < 100 && (await ledger.openHolds(gw.account.id)).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20))
     }
     const start = await balance()
 

@@ -57,38 +57,91 @@ t.test('one row per request, every field as the request went', async (t) => {
   const bearer = { authorization: `Bearer ${gw.key}` }
   const chatPrompt = 'log this request, please'
   await send('chat JSON', '/v1/chat/completions', { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: chatPrompt }] }, bearer, {
-    status: 200, authenticated: true, route: 'POST /v1/chat/completions', requestedModel: 'openai/gpt-4o-mini', answeredModel: 'openai/gpt-4o-mini',
-    errorCode: null, upstreamCalled: true, stream: false, billingStatus: 'BILLED',
+    status: 200,
+    authenticated: true,
+    route: 'POST /v1/chat/completions',
+    requestedModel: 'openai/gpt-4o-mini',
+    answeredModel: 'openai/gpt-4o-mini',
+    errorCode: null,
+    upstreamCalled: true,
+    stream: false,
+    billingStatus: 'BILLED',
     cost: expectedCost(priceOf('openai/gpt-4o-mini'), { inputTokens: tokensFromChars(codePoints(chatPrompt)), outputTokens: 5 })
   })
   const msgPrompt = 'stream this into the log'
   await send('messages stream (alias path)', '/msgs/v1/messages', { model: 'anthropic/claude-haiku-3.5', max_tokens: 50, stream: true, messages: [{ role: 'user', content: msgPrompt }] }, { 'x-api-key': gw.key }, {
-    status: 200, authenticated: true, route: 'POST /v1/messages', requestedModel: 'anthropic/claude-haiku-3.5', answeredModel: 'anthropic/claude-haiku-3.5',
-    errorCode: null, upstreamCalled: true, stream: true, billingStatus: 'BILLED',
+    status: 200,
+    authenticated: true,
+    route: 'POST /v1/messages',
+    requestedModel: 'anthropic/claude-haiku-3.5',
+    answeredModel: 'anthropic/claude-haiku-3.5',
+    errorCode: null,
+    upstreamCalled: true,
+    stream: true,
+    billingStatus: 'BILLED',
     cost: expectedCost(priceOf('anthropic/claude-haiku-3.5'), { inputTokens: tokensFromChars(codePoints(msgPrompt)), outputTokens: 5 })
   })
   await send('unknown model', '/v1/chat/completions', { model: 'openai/no-such-model', messages: [{ role: 'user', content: 'x' }] }, bearer, {
-    status: 404, authenticated: true, route: 'POST /v1/chat/completions', requestedModel: 'openai/no-such-model', answeredModel: null,
-    errorCode: 'MODEL_NOT_FOUND', upstreamCalled: false, stream: false, billingStatus: 'NOT_BILLED', cost: null
+    status: 404,
+    authenticated: true,
+    route: 'POST /v1/chat/completions',
+    requestedModel: 'openai/no-such-model',
+    answeredModel: null,
+    errorCode: 'MODEL_NOT_FOUND',
+    upstreamCalled: false,
+    stream: false,
+    billingStatus: 'NOT_BILLED',
+    cost: null
   })
   await send('upstream 500', '/v1/chat/completions', { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }, { ...bearer, 'x-mock-status': '500' }, {
-    status: 502, authenticated: true, route: 'POST /v1/chat/completions', requestedModel: 'openai/gpt-4o-mini', answeredModel: null,
-    errorCode: 'UPSTREAM_ERROR', upstreamCalled: true, stream: false, billingStatus: 'NOT_BILLED', cost: 0n
+    status: 502,
+    authenticated: true,
+    route: 'POST /v1/chat/completions',
+    requestedModel: 'openai/gpt-4o-mini',
+    answeredModel: null,
+    errorCode: 'UPSTREAM_ERROR',
+    upstreamCalled: true,
+    stream: false,
+    billingStatus: 'NOT_BILLED',
+    cost: 0n
   })
   gw.mock.once({ status: 500 })
   const fbPrompt = 'answered by the fallback'
   await send('fallback', '/v1/chat/completions', { model: 'openai/gpt-4o', messages: [{ role: 'user', content: fbPrompt }] }, bearer, {
-    status: 200, authenticated: true, route: 'POST /v1/chat/completions', requestedModel: 'openai/gpt-4o', answeredModel: 'openai/gpt-4o-mini',
-    errorCode: null, upstreamCalled: true, stream: false, billingStatus: 'BILLED',
+    status: 200,
+    authenticated: true,
+    route: 'POST /v1/chat/completions',
+    requestedModel: 'openai/gpt-4o',
+    answeredModel: 'openai/gpt-4o-mini',
+    errorCode: null,
+    upstreamCalled: true,
+    stream: false,
+    billingStatus: 'BILLED',
     cost: expectedCost(priceOf('openai/gpt-4o-mini'), { inputTokens: tokensFromChars(codePoints(fbPrompt)), outputTokens: 5 })
   })
   await send('two images', '/v1/images/generations', { model: 'openai/gpt-image-1', prompt: 'two dots', n: 2 }, bearer, {
-    status: 200, authenticated: true, route: 'POST /v1/images/generations', requestedModel: 'openai/gpt-image-1', answeredModel: 'openai/gpt-image-1',
-    errorCode: null, upstreamCalled: true, stream: false, billingStatus: 'BILLED', cost: 2n * nanos('0.04')
+    status: 200,
+    authenticated: true,
+    route: 'POST /v1/images/generations',
+    requestedModel: 'openai/gpt-image-1',
+    answeredModel: 'openai/gpt-image-1',
+    errorCode: null,
+    upstreamCalled: true,
+    stream: false,
+    billingStatus: 'BILLED',
+    cost: 2n * nanos('0.04')
   })
   await send('no key', '/v1/chat/completions', { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }, {}, {
-    status: 401, authenticated: false, route: 'POST /v1/chat/completions', requestedModel: null, answeredModel: null,
-    errorCode: 'AUTH_API_KEY_REQUIRED', upstreamCalled: false, stream: false, billingStatus: 'NOT_BILLED', cost: null
+    status: 401,
+    authenticated: false,
+    route: 'POST /v1/chat/completions',
+    requestedModel: null,
+    answeredModel: null,
+    errorCode: 'AUTH_API_KEY_REQUIRED',
+    upstreamCalled: false,
+    stream: false,
+    billingStatus: 'NOT_BILLED',
+    cost: null
   })
 
   const ledger = await ledgerState(gw)
@@ -221,7 +274,7 @@ async function shutdownLosesNothing (t: Test, backend: Backend, slowSettle = fal
     await locker.query('SELECT 1 FROM wallets WHERE account_id = $1 FOR UPDATE', [gw.account.id])
     // The answers reach the clients; their settlements queue behind the lock.
     const lock = locker
-    setTimeout(() => { void lock.query('COMMIT') }, 1000)
+    setTimeout(() => { lock.query('COMMIT') }, 1000)
   }
   const started = performance.now()
   await gw.app.close()

@@ -188,12 +188,20 @@ async function cachingProvider (): Promise<{ url: string, close: () => Promise<v
       const body = JSON.parse(raw) as { model: string }
       const reply = req.url === '/v1/messages'
         ? {
-            id: 'msg_cached', type: 'message', role: 'assistant', model: body.model, content: [{ type: 'text', text: 'from the cache' }],
-            stop_reason: 'end_turn', stop_sequence: null,
+            id: 'msg_cached',
+            type: 'message',
+            role: 'assistant',
+            model: body.model,
+            content: [{ type: 'text', text: 'from the cache' }],
+            stop_reason: 'end_turn',
+            stop_sequence: null,
             usage: { input_tokens: 200, cache_read_input_tokens: 1000, cache_creation_input_tokens: 50, output_tokens: 30 }
           }
         : {
-            id: 'chatcmpl-cached', object: 'chat.completion', created: 1, model: body.model,
+            id: 'chatcmpl-cached',
+            object: 'chat.completion',
+            created: 1,
+            model: body.model,
             choices: [{ index: 0, message: { role: 'assistant', content: 'from the cache' }, finish_reason: 'stop', logprobs: null }],
             usage: req.headers['x-over-report'] === undefined
               ? { prompt_tokens: 1200, completion_tokens: 30, total_tokens: 1230, prompt_tokens_details: { cached_tokens: 1000 } }

@@ -1,4 +1,5 @@
 // loadConfig: the default config, defaults, freezing, ${ENV} expansion, includes, hash.
+/* eslint-disable no-template-curly-in-string -- these strings are ${VAR} references for the config loader to expand */
 import t from 'tap'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -1,6 +1,7 @@
 // "Adding a model, a provider, a fallback or an endpoint is a config change, never a code change"
 // (DESIGN): a gateway started on a YAML file that adds a provider, a pool, models with a fallback
 // and a whole new endpoint serves all of them, with no code written for any.
+/* eslint-disable no-template-curly-in-string -- these strings are ${VAR} references for the config loader to expand */
 import t from 'tap'
 import { startMockUpstream } from './fixtures/mock-upstream.js'
 import { startTestGateway } from './helpers/gateway.js'

@@ -948,7 +948,8 @@ t.test('what each SDK does with the mid-stream event: error frame', async (t) =>
   t.test('openai responses stream: same APIError', async (t) => {
     const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0 })
     const stream = openai.responses.stream({ model: 'openai/gpt-4o', input: 'one two three' }, cut)
-    const err = await (async () => { for await (const _event of stream) { /* drain */ } })().then(() => null, (e: unknown) => e)
+    const events: unknown[] = []
+    const err = await (async () => { for await (const event of stream) events.push(event) })().then(() => null, (e: unknown) => e)
     t.ok(err instanceof OpenAI.APIError && err.code === 'PROVIDER_STREAM_INTERRUPTED', 'APIError with our code')
   })
 

@@ -18,27 +18,41 @@ import { ManualClock, TEST_SECRET, pgTestBackend, sqliteTestBackend } from './he
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'
 const CHANNEL = `gateway-test-invalidation-${randomUUID()}`
 
-function entry(keyId: string, accountId: string): CachedKey {
+function entry (keyId: string, accountId: string): CachedKey {
   const now = new Date('2030-01-01T00:00:00Z')
   const account: Account = { id: accountId, name: 'a', status: 'active', tier: 'free', toppedUp: false, createdAt: now }
   const key: ApiKeyRecord = {
-    id: keyId, accountId, name: 'k', prefix: 'sk-abcde', allowedModels: null, expiresAt: null, active: true,
-    revokedAt: null, timezone: 'UTC', quota: null, dailySpendCap: null, monthlySpendCap: null, dailyImageCap: null,
-    tags: [], rateLimitPolicy: null, legacy: false, createdAt: now,
+    id: keyId,
+    accountId,
+    name: 'k',
+    prefix: 'sk-abcde',
+    allowedModels: null,
+    expiresAt: null,
+    active: true,
+    revokedAt: null,
+    timezone: 'UTC',
+    quota: null,
+    dailySpendCap: null,
+    monthlySpendCap: null,
+    dailyImageCap: null,
+    tags: [],
+    rateLimitPolicy: null,
+    legacy: false,
+    createdAt: now,
   }
   return { key, account }
 }
 
 /** Rejects instead of hanging the file until the tap timeout. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+function within<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([
     promise,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms).unref()),
+    new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms).unref()),
   ])
 }
 
 /** Loads what auth would cache for a plaintext key. */
-async function loadFrom(store: Store, hash: string): Promise<CachedKey | null> {
+async function loadFrom (store: Store, hash: string): Promise<CachedKey | null> {
   const key = await store.keys.findByLookupHash(hash)
   const account = key && (await store.accounts.get(key.accountId))
   return key && account ? { key, account } : null
@@ -135,7 +149,10 @@ t.test('LRU eviction keeps the reverse indexes consistent', async (t) => {
 t.test('getOrLoad caches hits, not misses, and not loads raced by an invalidation', async (t) => {
   const cache = new KeyCache()
   let loads = 0
-  const load = async () => (loads++, entry('key_1', 'acct_A'))
+  const load = async () => {
+    loads++
+    return entry('key_1', 'acct_A')
+  }
   await cache.getOrLoad('h', load)
   await cache.getOrLoad('h', load)
   t.equal(loads, 1, 'second call served from the cache')
@@ -215,7 +232,10 @@ t.test('revoke on instance A drops the entry on instance B (PostgreSQL + Redis)'
   const storeB = await backend.open({ bus: busB })
   const cacheA = new KeyCache({ bus: busA })
   const cacheB = new KeyCache({ bus: busB })
-  t.teardown(() => (cacheA.close(), cacheB.close()))
+  t.teardown(() => {
+    cacheA.close()
+    cacheB.close()
+  })
 
   const account = await storeA.accounts.create({ name: 'a' })
   const windows: number[] = []
@@ -229,7 +249,10 @@ t.test('revoke on instance A drops the entry on instance B (PostgreSQL + Redis)'
 
     const arrived = new Promise<number>((resolve) => {
       const off = busB.subscribe((m) => {
-        if (m.kind === 'key' && m.id === id) (off(), resolve(performance.now()))
+        if (m.kind === 'key' && m.id === id) {
+          off()
+          resolve(performance.now())
+        }
       })
     })
     const start = performance.now()
@@ -245,7 +268,7 @@ t.test('revoke on instance A drops the entry on instance B (PostgreSQL + Redis)'
   }
   const fmt = (ms: number) => `${ms.toFixed(2)} ms`
   t.comment(
-    `cross-instance invalidation window (revoke call on A → cache drop on B), 5 runs: ` +
-      `${windows.map(fmt).join(', ')}; max ${fmt(Math.max(...windows))}`,
+    'cross-instance invalidation window (revoke call on A → cache drop on B), 5 runs: ' +
+      `${windows.map(fmt).join(', ')}; max ${fmt(Math.max(...windows))}`
   )
 })

@@ -69,7 +69,7 @@ t.test('checksum detects swaps, drops and insertions', async () => {
       const inserted = key.slice(0, i) + c + key.slice(i)
       return (swapped === key || !hasValidChecksum(swapped)) && !hasValidChecksum(dropped) && !hasValidChecksum(inserted)
     }),
-    { numRuns: 1000 },
+    { numRuns: 1000 }
   )
 })
 

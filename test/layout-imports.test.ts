@@ -1,5 +1,5 @@
-// The production tree stands alone: nothing under plugins/ reaches into test/, so the build and
-// the mounted package never carry test helpers (they live in test/helpers/).
+// The production tree stands alone: nothing under plugins/ (or a built bin script) reaches into
+// test/, so the build and the mounted package never carry test helpers (they live in test/helpers/).
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -33,6 +33,18 @@ t.test('no module under plugins/ imports from test/', async (t) => {
   const files = sources(plugins)
   t.ok(files.length > 50, `scanned the production tree (${files.length} files)`)
   for (const file of files) {
+    const inTest = specifiers(readFileSync(file, 'utf8')).filter((s) => resolve(file, '..', s).startsWith(tests))
+    t.strictSame(inTest, [], `${relative(root, file)} imports nothing from test/`)
+  }
+})
+
+t.test('the build compiles nothing from test/: its bin scripts import none, the demo is left out', async (t) => {
+  const build = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')) as { exclude?: string[] }
+  const excluded = new Set(build.exclude ?? [])
+  t.ok(excluded.has('bin/demo.ts'), 'the demo (mock providers from test/fixtures) is not built')
+  const built = sources(join(root, 'bin')).filter((f) => !excluded.has(relative(root, f)))
+  t.ok(built.length > 0, 'some bin scripts are built')
+  for (const file of built) {
     const inTest = specifiers(readFileSync(file, 'utf8')).filter((s) => resolve(file, '..', s).startsWith(tests))
     t.strictSame(inTest, [], `${relative(root, file)} imports nothing from test/`)
   }

@@ -133,7 +133,7 @@ t.test('property: the result parses to the body with include_usage true, everyth
 
 const chunk = (choices: unknown[], usage: unknown = null): string =>
   `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices, usage })}`
-const USAGE_CHUNK = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0}}}`
+const USAGE_CHUNK = 'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0}}}'
 
 function events (eol: string): string[] {
   return [
@@ -151,7 +151,6 @@ async function filter (chunks: readonly Buffer[]): Promise<string> {
   for await (const piece of Readable.from(chunks, { objectMode: false }).pipe(f)) out.push(piece as Buffer)
   return Buffer.concat(out).toString('utf8')
 }
-
 
 t.test('drops exactly the usage-only chunk and keeps [DONE]', async (t) => {
   for (const eol of ['\n', '\r\n', '\r']) {
@@ -178,7 +177,7 @@ t.test('keeps chunks that are not the usage-only chunk', async (t) => {
   const kept = [
     `${chunk([{ index: 0, delta: { content: 'a' } }], { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 })}\n\n`, // usage with choices
     `${chunk([], null)}\n\n`, // no usage
-    `data: {"error":{"message":"the \\"usage\\" is wrong","type":"server_error"}}\n\n`,
+    'data: {"error":{"message":"the \\"usage\\" is wrong","type":"server_error"}}\n\n',
     'event: error\ndata: {"error":{"code":"PROVIDER_STREAM_INTERRUPTED"}}\n\n',
     'data: {"choices":[],"usage":'
   ]

@@ -9,7 +9,6 @@ function scan (chunks: readonly Buffer[], options: JsonScanOptions): JsonScanRes
   return s.result()
 }
 
-
 // Keys written with escapes are never matched (by design), so none is asked for here.
 const capture = new Set(['usage', 'id', 'ключ'])
 

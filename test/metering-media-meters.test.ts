@@ -7,7 +7,6 @@ import { emptyUsage, type Usage } from '../plugins/metering/usage.js'
 import { cut } from './helpers/chunks.js'
 import { meterOf } from './helpers/operations.js'
 
-
 function feed (input: MeterInput, chunks: readonly Buffer[]): Meter {
   const meter = createMeter(input)
   const onChunk = meter.onChunk

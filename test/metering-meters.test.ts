@@ -6,7 +6,6 @@ import { emptyUsage, sanitize, tokenUsage, type Usage } from '../plugins/meterin
 import { cut } from './helpers/chunks.js'
 import { BUILTIN_OPERATIONS, meterOf } from './helpers/operations.js'
 
-
 function run (input: MeterInput, chunks: readonly Buffer[]): Usage {
   const meter = createMeter(input)
   const onChunk = meter.onChunk // used detached, as relay's body.on('data', onChunk) does
@@ -48,11 +47,29 @@ const chatSse = (usage: string): string => sse([
 const CHAT_USAGE = '{"prompt_tokens":1200,"completion_tokens":9,"total_tokens":1209,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}'
 
 const responsesJson = (input = '36', output = '87'): string => JSON.stringify({
-  id: 'resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b', object: 'response', created_at: 1741476542, status: 'completed', error: null, incomplete_details: null, instructions: 'Be brief.', max_output_tokens: null, model: 'gpt-4.1-2025-04-14',
+  id: 'resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b',
+  object: 'response',
+  created_at: 1741476542,
+  status: 'completed',
+  error: null,
+  incomplete_details: null,
+  instructions: 'Be brief.',
+  max_output_tokens: null,
+  model: 'gpt-4.1-2025-04-14',
   output: [{ type: 'message', id: 'msg_67ccd2bf17f0819081ff3bb2cf6508e60bb6a6b452d3795b', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'In a peaceful grove beneath a silver moon, a unicorn named Lumina discovered a hidden pool.', annotations: [] }] }],
-  parallel_tool_calls: true, previous_response_id: null, reasoning: { effort: null, summary: null }, store: true, temperature: 1.0, text: { format: { type: 'text' } }, tool_choice: 'auto', tools: [], top_p: 1.0, truncation: 'disabled',
+  parallel_tool_calls: true,
+  previous_response_id: null,
+  reasoning: { effort: null, summary: null },
+  store: true,
+  temperature: 1.0,
+  text: { format: { type: 'text' } },
+  tool_choice: 'auto',
+  tools: [],
+  top_p: 1.0,
+  truncation: 'disabled',
   usage: { input_tokens: '@IN', input_tokens_details: { cached_tokens: 0 }, output_tokens: '@OUT', output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 123 },
-  user: null, metadata: {}
+  user: null,
+  metadata: {}
 }).replace('"@IN"', input).replace('"@OUT"', output)
 
 const responseObject = (status: string, usage: unknown): Record<string, unknown> => ({

@@ -11,7 +11,6 @@ function parse (chunks: readonly Buffer[], maxEventBytes?: number): SseEvent[] {
   return events
 }
 
-
 const splitPoints = (buf: Buffer): fc.Arbitrary<number[]> =>
   fc.array(fc.integer({ min: 0, max: Math.max(0, buf.length) }), { maxLength: 40 })
 

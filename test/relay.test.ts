@@ -64,7 +64,7 @@ t.test('the filter sees every chunk, also after the client left', async (t) => {
   let release: () => void = () => {}
   const gate = new Promise<void>((resolve) => { release = resolve })
   const ended = new Promise<RelayEnd>((resolve) => {
-    void serve((res) => {
+    serve((res) => {
       async function * upstream (): AsyncGenerator<Buffer> {
         yield Buffer.from('data: one\n\n')
         await gate // the client leaves here

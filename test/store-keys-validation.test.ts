@@ -26,7 +26,7 @@ t.test('a full valid input is normalised', async (t) => {
       tags: ['team:ml', 'env.prod', 'a_b-c'],
       rate_limit_policy: 'standard',
     },
-    ctx,
+    ctx
   )
   t.same(r, {
     ok: true,

@@ -11,18 +11,18 @@ import { ManualClock, TEST_SECRET, testBackends } from './helpers/store.js'
 
 const LEGACY = 'gw_live_9f8e7d6c5b4a3f2e1d0c9b8a'
 
-async function newAccount(store: Store): Promise<string> {
+async function newAccount (store: Store): Promise<string> {
   return (await store.accounts.create({ name: 'owner' })).id
 }
 
-async function newKey(store: Store, accountId: string, name = 'k') {
+async function newKey (store: Store, accountId: string, name = 'k') {
   const r = await store.keys.create({ accountId, name })
   if (!r.ok) throw new Error(r.error)
   return r.value
 }
 
 /** Copies one row's sealed key onto another, as a database-level attacker could. */
-async function copySealed(store: Store, fromId: string, toId: string): Promise<void> {
+async function copySealed (store: Store, fromId: string, toId: string): Promise<void> {
   if (store.backend.kind === 'sqlite') {
     store.backend.db
       .prepare('UPDATE api_keys SET sealed_key = (SELECT sealed_key FROM api_keys WHERE id = ?) WHERE id = ?')
@@ -30,7 +30,7 @@ async function copySealed(store: Store, fromId: string, toId: string): Promise<v
   } else {
     await store.backend.pool.query(
       'UPDATE api_keys SET sealed_key = (SELECT sealed_key FROM api_keys WHERE id = $1) WHERE id = $2',
-      [fromId, toId],
+      [fromId, toId]
     )
   }
 }

@@ -18,7 +18,7 @@ const AMOUNT = 1_234_567n
 const FLOOR = 5_000_000_000n
 
 /** Fires CALLS holds at once, alternating over `stores`; checks exactly FITS fit, then settles them. */
-async function exactUnderContention(t: Test, stores: Store[]): Promise<void> {
+async function exactUnderContention (t: Test, stores: Store[]): Promise<void> {
   const [first] = stores
   if (!first) throw new Error('no store')
   const { id } = await first.accounts.create({ name: 'contended' })
@@ -35,7 +35,7 @@ async function exactUnderContention(t: Test, stores: Store[]): Promise<void> {
         floor: FLOOR,
         requestId: `req-${i}`,
         ttlMs: 600_000,
-      }),
+      })
     )
   }
   const results = await Promise.all(calls)
@@ -56,8 +56,8 @@ async function exactUnderContention(t: Test, stores: Store[]): Promise<void> {
 
   const settled = await Promise.all(
     admitted.map((r, i) =>
-      (stores[i % stores.length] as Store).ledger.settle({ holdId: r.holdId, amount: AMOUNT, requestId: `req-${i}` }),
-    ),
+      (stores[i % stores.length] as Store).ledger.settle({ holdId: r.holdId, amount: AMOUNT, requestId: `req-${i}` })
+    )
   )
   t.ok(settled.every((s) => s.posted === AMOUNT && s.released === 0n && !s.duplicate), 'every hold posted in full')
   const facts = await ledgerFacts(first, id)
@@ -69,7 +69,7 @@ async function exactUnderContention(t: Test, stores: Store[]): Promise<void> {
 }
 
 /** Holds issued in one tick decide as if made one after another, in call order. */
-async function callOrderWithinABatch(t: Test, store: Store): Promise<void> {
+async function callOrderWithinABatch (t: Test, store: Store): Promise<void> {
   const { id } = await store.accounts.create({ name: 'mixed' })
   await store.ledger.credit({ accountId: id, amount: 100n, kind: 'topup', postingId: `fund-${id}` })
   const hold = (amount: bigint) => store.ledger.hold({ accountId: id, amount, floor: 0n, requestId: `r${amount}`, ttlMs: 1000 })
@@ -77,7 +77,7 @@ async function callOrderWithinABatch(t: Test, store: Store): Promise<void> {
   t.same(
     results.map((r) => r.ok),
     [true, false, false, true, true, false],
-    'a refused big request does not drag down a smaller one behind it',
+    'a refused big request does not drag down a smaller one behind it'
   )
   t.equal((await store.ledger.wallet(id)).available, 0n)
 }
@@ -108,7 +108,7 @@ t.test('PostgreSQL: many wallets, two instances, holds and settles interleaved',
       const { id } = await (stores[0] as Store).accounts.create({ name: `w${i}` })
       await (stores[0] as Store).ledger.credit({ accountId: id, amount: 10_000n, kind: 'topup', postingId: `fund-${id}` })
       return id
-    }),
+    })
   )
   // Each worker: hold 300, settle a pseudo-random amount in 0..399 (above 300: an overage,
   // posted in full); 40 workers × 25 rounds.
@@ -130,7 +130,7 @@ t.test('PostgreSQL: many wallets, two instances, holds and settles interleaved',
         perAccount.set(accountId, (perAccount.get(accountId) ?? 0n) + s.posted)
         overages.set(accountId, (overages.get(accountId) ?? 0n) + s.overage)
       }
-    }),
+    })
   )
   let total = 0n
   for (const id of accounts) {
@@ -162,14 +162,14 @@ t.test('PostgreSQL: a batch that fails fails every call in it', async (t) => {
   const ledger = createPgLedgerStore(pool, ctx)
   const calls = [
     ...Array.from({ length: 10 }, (_, i) =>
-      ledger.hold({ accountId: `acct_${i}`, amount: 1n, floor: 0n, requestId: `r${i}`, ttlMs: 1000 }),
+      ledger.hold({ accountId: `acct_${i}`, amount: 1n, floor: 0n, requestId: `r${i}`, ttlMs: 1000 })
     ),
     ...Array.from({ length: 5 }, (_, i) => ledger.settle({ holdId: `hold_${i}`, amount: 1n, requestId: 'r' })),
   ]
   const outcomes = await Promise.allSettled(calls)
   t.ok(
     outcomes.every((o) => o.status === 'rejected' && /does not exist/.test(String(o.reason))),
-    'all 15 calls rejected with the database error',
+    'all 15 calls rejected with the database error'
   )
   await ledger.close()
   await t.rejects(ledger.hold({ accountId: 'a', amount: 1n, floor: 0n, requestId: 'r', ttlMs: 1 }), /closed/)
@@ -189,17 +189,17 @@ t.test('GroupCommit: batching, per-key exclusion, retries and failures', async (
           ? { kind: 'retry' }
           : n < 0
             ? { kind: 'failed', error: new Error(`negative ${n}`) }
-            : { kind: 'done', value: n * 2 },
+            : { kind: 'done', value: n * 2 }
       )
     },
     { maxBatch: 4, maxInFlight: 1 },
-    (n) => String(Math.abs(n) % 100),
+    (n) => String(Math.abs(n) % 100)
   )
   const first = await Promise.allSettled([1, 2, 102, 3, 7, -4, 5].map((n) => gc.submit(n)))
   t.same(
     first.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected')),
     [2, 4, 204, 6, 14, 'rejected', 10],
-    'answers in order; 7 retried until decided; -4 failed alone',
+    'answers in order; 7 retried until decided; -4 failed alone'
   )
   t.ok(sizes.every((n) => n <= 4), `no batch above maxBatch (${sizes.join(',')})`)
   t.equal(sizes[0], 4, 'one tick fills a batch; 102 waits for a batch without key 2')

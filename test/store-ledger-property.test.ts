@@ -29,7 +29,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { arbitrary: fc.record({ op: fc.constant('settle' as const), which: fc.nat(), amount: fc.bigInt(0n, 700_000n) }), weight: 3 },
   { arbitrary: fc.record({ op: fc.constant('release' as const), which: fc.nat() }), weight: 1 },
-  { arbitrary: fc.record({ op: fc.constant('expire' as const), ms: fc.integer({ min: 0, max: 6_000 }) }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('expire' as const), ms: fc.integer({ min: 0, max: 6_000 }) }), weight: 1 }
 )
 
 interface ModelHold {
@@ -44,14 +44,14 @@ class Model {
   balance = 0n
   holds: ModelHold[] = []
   credits: Array<{ postingId: string; amount: bigint; grant: boolean }> = []
-  get held(): bigint {
+  get held (): bigint {
     return this.holds.filter((h) => h.open).reduce((sum, h) => sum + h.amount, 0n)
   }
 }
 
 const min = (a: bigint, b: bigint): bigint => (a < b ? a : b)
 
-async function runSequence(store: Store, clock: ManualClock, ops: Op[]): Promise<void> {
+async function runSequence (store: Store, clock: ManualClock, ops: Op[]): Promise<void> {
   const { id: accountId } = await store.accounts.create({ name: 'model' })
   const { ledger } = store
   const model = new Model()
@@ -158,7 +158,7 @@ for (const backend of testBackends()) {
     const numRuns = backend.name === 'sqlite' ? 100 : 30
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 30, size: 'max' }), (ops) => runSequence(store, clock, ops)),
-      { numRuns },
+      { numRuns }
     )
     t.pass(`${numRuns} random sequences of up to 30 operations`)
   })
@@ -178,11 +178,11 @@ type GroupOp =
 const groupOpArb: fc.Arbitrary<GroupOp> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('hold' as const), amount: fc.bigInt(0n, 400_000n), floor: fc.oneof(fc.constant(0n), fc.bigInt(-100_000n, 200_000n)) }), weight: 4 },
   { arbitrary: fc.record({ op: fc.constant('settle' as const), which: fc.nat(), amount: fc.bigInt(0n, 500_000n) }), weight: 3 },
-  { arbitrary: fc.record({ op: fc.constant('release' as const), which: fc.nat() }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('release' as const), which: fc.nat() }), weight: 1 }
 )
 const stepArb = fc.record({ credit: fc.oneof(fc.constant(0n), fc.bigInt(1n, 800_000n)), calls: fc.array(groupOpArb, { minLength: 1, maxLength: 10 }) })
 
-async function runConcurrent(store: Store, steps: Array<{ credit: bigint; calls: GroupOp[] }>, serialOrder: boolean): Promise<void> {
+async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls: GroupOp[] }>, serialOrder: boolean): Promise<void> {
   const { id: accountId } = await store.accounts.create({ name: 'concurrent' })
   const { ledger } = store
   const holds: Array<{ id: string; amount: bigint; open: boolean }> = []
@@ -261,7 +261,7 @@ for (const backend of testBackends()) {
     const numRuns = backend.name === 'sqlite' ? 150 : 30
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 12 }), (steps) => runConcurrent(store, steps, backend.name === 'sqlite')),
-      { numRuns },
+      { numRuns }
     )
     t.pass(`${numRuns} random sequences of up to 12 batches of up to 10 concurrent calls`)
   })

@@ -7,7 +7,7 @@ import { ManualClock, testBackends } from './helpers/store.js'
 
 const TTL = 60_000
 
-function holdId(result: HoldResult): string {
+function holdId (result: HoldResult): string {
   if (!result.ok) throw new Error(`expected an admitted hold, got ${result.error}`)
   return result.holdId
 }
@@ -19,7 +19,7 @@ for (const backend of testBackends()) {
     const store: Store = await backend.open({ clock })
     const { ledger } = store
 
-    async function funded(amount: bigint): Promise<string> {
+    async function funded (amount: bigint): Promise<string> {
       const { id } = await store.accounts.create({ name: 'wallet owner' })
       if (amount > 0n) await ledger.credit({ accountId: id, amount, kind: 'topup', postingId: `fund-${id}` })
       return id
@@ -29,7 +29,7 @@ for (const backend of testBackends()) {
       ledger.hold({ accountId, amount, floor, requestId: `req-${amount}`, ttlMs })
 
     /** balance == Σ entries, held == Σ open holds. */
-    async function consistent(t: Test, accountId: string): Promise<void> {
+    async function consistent (t: Test, accountId: string): Promise<void> {
       const f = await ledgerFacts(store, accountId)
       t.equal(f.balance, f.entriesSum, 'balance is the sum of the entries')
       t.equal(f.held, f.openHoldsSum, 'held is the sum of the open holds')
@@ -52,14 +52,14 @@ for (const backend of testBackends()) {
       t.same(
         await ledger.credit({ accountId: id, amount: 25_000_000_000n, kind: 'topup', postingId: 'stripe:pi_1' }),
         { balance: 25_000_000_000n, duplicate: true },
-        'a retried top-up changes nothing',
+        'a retried top-up changes nothing'
       )
       t.same(await ledger.credit({ accountId: id, amount: 1n, kind: 'grant', postingId: 'welcome', note: 'hi' }), {
         balance: 25_000_000_001n,
         duplicate: false,
       })
       const both = await Promise.all(
-        [1, 2, 3, 4].map(() => ledger.credit({ accountId: id, amount: 5n, kind: 'grant', postingId: 'raced' })),
+        [1, 2, 3, 4].map(() => ledger.credit({ accountId: id, amount: 5n, kind: 'grant', postingId: 'raced' }))
       )
       t.equal(both.filter((r) => !r.duplicate).length, 1, 'concurrent retries credit once')
       t.equal((await ledger.wallet(id)).balance, 25_000_000_006n)
@@ -70,7 +70,7 @@ for (const backend of testBackends()) {
           ['grant', 1n, 'welcome'],
           ['grant', 5n, 'raced'],
           ['topup', 25_000_000_000n, 'stripe:pi_1'],
-        ].sort(),
+        ].sort()
       )
       const welcome = entries.find((e) => e.postingId === 'welcome')
       t.match(welcome, { accountId: id, note: 'hi', holdId: null, requestId: null, createdAt: clock.now() })
@@ -85,7 +85,7 @@ for (const backend of testBackends()) {
       await t.rejects(
         ledger.credit({ accountId: id, amount: 99n, kind: 'topup', postingId: `fund-${id}` }),
         PostingConflictError,
-        'same postingId, other amount',
+        'same postingId, other amount'
       )
       await t.rejects(ledger.credit({ accountId: other, amount: 100n, kind: 'topup', postingId: `fund-${id}` }), PostingConflictError)
       await t.rejects(ledger.credit({ accountId: id, amount: 100n, kind: 'grant', postingId: `fund-${id}` }), PostingConflictError)
@@ -97,11 +97,11 @@ for (const backend of testBackends()) {
       await t.rejects(
         ledger.credit({ accountId: id, amount: 5n, kind: 'charge' as 'topup', postingId: 'c' }),
         RangeError,
-        'credits are top-ups or grants',
+        'credits are top-ups or grants'
       )
       await t.rejects(
         ledger.credit({ accountId: 'acct_missing', amount: 5n, kind: 'topup', postingId: 'ghost' }),
-        UnknownAccountError,
+        UnknownAccountError
       )
       t.same(await ledgerFacts(store, id), before)
       t.same(await ledger.wallet(other), { accountId: other, balance: 0n, held: 0n, available: 0n })

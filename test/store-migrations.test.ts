@@ -14,7 +14,7 @@ import { runPgMigrations } from '../plugins/store/pg/pg-migrate.js'
 import { runSqliteMigrations } from '../plugins/store/sqlite/sqlite-migrate.js'
 import { ManualClock, TEST_DATABASE_URL, TEST_SECRET, randomSchemaName, testBackends } from './helpers/store.js'
 
-async function appliedVersions(store: Store): Promise<Array<{ version: number; name: string; checksum: string }>> {
+async function appliedVersions (store: Store): Promise<Array<{ version: number; name: string; checksum: string }>> {
   const sql = 'SELECT version, name, checksum FROM schema_migrations ORDER BY version'
   if (store.backend.kind === 'sqlite') {
     return store.backend.db
@@ -25,7 +25,7 @@ async function appliedVersions(store: Store): Promise<Array<{ version: number; n
   return (await store.backend.pool.query<{ version: number; name: string; checksum: string }>(sql)).rows
 }
 
-async function exec(store: Store, sql: string): Promise<void> {
+async function exec (store: Store, sql: string): Promise<void> {
   if (store.backend.kind === 'sqlite') store.backend.db.exec(sql)
   else await store.backend.pool.query(sql)
 }
@@ -49,7 +49,7 @@ t.test('pendingMigrations', async (t) => {
 t.test('both backends ship the same migration versions', async (t) => {
   t.same(
     sqliteMigrations.map((m) => [m.version, m.name]),
-    pgMigrations.map((m) => [m.version, m.name]),
+    pgMigrations.map((m) => [m.version, m.name])
   )
 })
 
@@ -128,7 +128,7 @@ t.test('PostgreSQL: 5 instances starting at once on a fresh schema', async (t) =
     await admin.end()
   })
   const stores = await Promise.all(
-    Array.from({ length: 5 }, () => openStore({ databaseUrl: TEST_DATABASE_URL, schema, secret: TEST_SECRET })),
+    Array.from({ length: 5 }, () => openStore({ databaseUrl: TEST_DATABASE_URL, schema, secret: TEST_SECRET }))
   )
   t.teardown(() => Promise.all(stores.map((s) => s.close())))
   t.equal(stores.length, 5, 'all five opened')
@@ -136,12 +136,12 @@ t.test('PostgreSQL: 5 instances starting at once on a fresh schema', async (t) =
   t.same(rows.map((r) => r.version), pgMigrations.map((m) => m.version), 'each migration recorded once')
   const tables = await admin.query<{ table_name: string }>(
     'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
-    [schema],
+    [schema]
   )
   t.same(
     tables.rows.map((r) => r.table_name),
     ['accounts', 'api_keys', 'holds', 'job_holds', 'ledger_entries', 'request_log', 'schema_migrations', 'wallets'],
-    'tables in the schema',
+    'tables in the schema'
   )
   const account = await stores[0]?.accounts.create({ name: 'shared' })
   t.same(await stores[4]?.accounts.get(account?.id ?? ''), account, 'instances share the data')
@@ -151,7 +151,7 @@ t.test('PostgreSQL: concurrent runners apply each migration exactly once', async
   const schema = randomSchemaName()
   const pools = Array.from(
     { length: 5 },
-    () => new pg.Pool({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}`, max: 2 }),
+    () => new pg.Pool({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}`, max: 2 })
   )
   t.teardown(async () => {
     await pools[0]?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
@@ -163,7 +163,7 @@ t.test('PostgreSQL: concurrent runners apply each migration exactly once', async
   t.same(
     results.flat().sort((a, b) => a - b),
     [...pgMigrations.map((m) => m.version), next],
-    'every version applied by exactly one runner',
+    'every version applied by exactly one runner'
   )
   const broken: Migration = { version: next + 1, name: 'broken', sql: 'CREATE TABLE ok3 (x INT); CREATE TABLE nope (' }
   await t.rejects(runPgMigrations(pools[0] as pg.Pool, [...pgMigrations, extra, broken], schema))

@@ -11,7 +11,7 @@ import { testBackends } from './helpers/store.js'
 const T0 = Date.parse('2030-01-01T00:00:00.000Z')
 const noop = (): void => {}
 
-function row(requestId: string, i = 0, fields: Partial<RequestLogRow> = {}): RequestLogRow {
+function row (requestId: string, i = 0, fields: Partial<RequestLogRow> = {}): RequestLogRow {
   return {
     requestId,
     accountId: 'acct_writer',
@@ -60,31 +60,31 @@ class DatabaseDouble implements RequestLogStore {
   /** The insert most recently started, settled either way. */
   last: Promise<void> = Promise.resolve()
 
-  constructor(readonly inner: RequestLogStore) {}
+  constructor (readonly inner: RequestLogStore) {}
 
-  block(): void {
+  block (): void {
     this.#gate = new Promise((resolve) => {
       this.#openGate = resolve
     })
   }
 
-  unblock(): void {
+  unblock (): void {
     this.#gate = null
     this.#openGate()
   }
 
   /** Resolves when the next insert starts. */
-  nextStart(): Promise<void> {
+  nextStart (): Promise<void> {
     return new Promise((resolve) => this.#onStart.push(resolve))
   }
 
-  insertMany(rows: readonly RequestLogRow[]): Promise<void> {
+  insertMany (rows: readonly RequestLogRow[]): Promise<void> {
     const call = this.#insert(rows)
     this.last = call.then(noop, noop)
     return call
   }
 
-  async #insert(rows: readonly RequestLogRow[]): Promise<void> {
+  async #insert (rows: readonly RequestLogRow[]): Promise<void> {
     this.calls += 1
     this.active += 1
     this.maxActive = Math.max(this.maxActive, this.active)
@@ -107,11 +107,11 @@ class DatabaseDouble implements RequestLogStore {
     }
   }
 
-  list(q: Parameters<RequestLogStore['list']>[0]): ReturnType<RequestLogStore['list']> {
+  list (q: Parameters<RequestLogStore['list']>[0]): ReturnType<RequestLogStore['list']> {
     return this.inner.list(q)
   }
 
-  get(requestId: string): ReturnType<RequestLogStore['get']> {
+  get (requestId: string): ReturnType<RequestLogStore['get']> {
     return this.inner.get(requestId)
   }
 }
@@ -122,22 +122,22 @@ class FakeTimers implements WriterTimers {
   #next = 1
   readonly #due = new Map<number, { at: number; ms: number; callback: () => void }>()
 
-  setTimeout(callback: () => void, ms: number): unknown {
+  setTimeout (callback: () => void, ms: number): unknown {
     const id = this.#next++
     this.#due.set(id, { at: this.now + ms, ms, callback })
     return id
   }
 
-  clearTimeout(handle: unknown): void {
+  clearTimeout (handle: unknown): void {
     if (typeof handle === 'number') this.#due.delete(handle)
   }
 
   /** Delays of the timers still armed, as they were armed. */
-  armed(): number[] {
+  armed (): number[] {
     return [...this.#due.values()].map((d) => d.ms).sort((a, b) => a - b)
   }
 
-  advance(ms: number): void {
+  advance (ms: number): void {
     const end = this.now + ms
     for (;;) {
       let first: [number, { at: number; callback: () => void }] | undefined
@@ -156,16 +156,16 @@ interface Reported {
   rows: readonly RequestLogRow[]
 }
 
-function writerWith(
+function writerWith (
   db: RequestLogStore,
-  opts: Partial<RequestLogWriterOptions> = {},
+  opts: Partial<RequestLogWriterOptions> = {}
 ): { writer: RequestLogWriter; reported: Reported[] } {
   const reported: Reported[] = []
   const writer = new RequestLogWriter(db, { onError: (err, rows) => reported.push({ err, rows }), ...opts })
   return { writer, reported }
 }
 
-async function storedIds(store: Store, prefix: string): Promise<string[]> {
+async function storedIds (store: Store, prefix: string): Promise<string[]> {
   const pattern = `${prefix}%`
   const found =
     store.backend.kind === 'sqlite'
@@ -174,7 +174,7 @@ async function storedIds(store: Store, prefix: string): Promise<string[]> {
   return found.sort()
 }
 
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function waitFor (what: string, condition: () => boolean, timeoutMs = 10_000): Promise<void> {
   const start = performance.now()
   while (!condition()) {
     if (performance.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`)
@@ -183,7 +183,7 @@ async function waitFor(what: string, condition: () => boolean, timeoutMs = 10_00
 }
 
 /** Lets the insert in flight (real database I/O) and the writer's bookkeeping finish. */
-async function settle(db: DatabaseDouble): Promise<void> {
+async function settle (db: DatabaseDouble): Promise<void> {
   await db.last
   await new Promise((resolve) => setImmediate(resolve))
 }
@@ -323,7 +323,7 @@ for (const backend of testBackends()) {
       t.same(
         reported.flatMap((r) => r.rows.map((x) => x.requestId)),
         ids('bound-', 100, 4100),
-        'the oldest rows not in flight, in order; the batch in flight is kept',
+        'the oldest rows not in flight, in order; the batch in flight is kept'
       )
       t.ok(reported.every((r) => r.rows.length <= 100), 'reported in batches, not one call per row')
       db.unblock()

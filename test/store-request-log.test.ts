@@ -26,7 +26,7 @@ const COLUMNS = [
   'hold_id', 'posting_id', 'overage', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
 ]
 
-function row(requestId: string, fields: Partial<RequestLogRow> = {}): RequestLogRow {
+function row (requestId: string, fields: Partial<RequestLogRow> = {}): RequestLogRow {
   return {
     requestId,
     accountId: 'acct_a',
@@ -58,10 +58,10 @@ function row(requestId: string, fields: Partial<RequestLogRow> = {}): RequestLog
 const json = (value: unknown): string =>
   JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))
 
-async function allPages(
+async function allPages (
   store: Store,
   q: { accountId?: string; from?: Date; to?: Date },
-  limit: number,
+  limit: number
 ): Promise<{ ids: string[]; pages: number }> {
   const ids: string[] = []
   let before: string | undefined
@@ -220,7 +220,7 @@ for (const backend of testBackends()) {
     t.test('list by time window: from inclusive, to exclusive, across accounts', async (t) => {
       const base = T0 + 86_400_000
       const rows = Array.from({ length: 12 }, (_, i) =>
-        row(`req_w_${String(i).padStart(2, '0')}`, { accountId: i % 3 === 0 ? 'acct_w2' : 'acct_w', createdAt: new Date(base + i * 1000) }),
+        row(`req_w_${String(i).padStart(2, '0')}`, { accountId: i % 3 === 0 ? 'acct_w2' : 'acct_w', createdAt: new Date(base + i * 1000) })
       )
       await log.insertMany(rows)
       const from = new Date(base + 2000)
@@ -240,7 +240,7 @@ for (const backend of testBackends()) {
       // 150 rows: more than one multi-row statement (64) and a remainder; one id already
       // stored and one repeated inside the batch keep their first version.
       const rows = Array.from({ length: 150 }, (_, i) =>
-        row(`req_big_${String(i).padStart(3, '0')}`, { accountId: 'acct_big', createdAt: at(i), cost: BigInt(1000 + i), totalMs: i + 0.25 }),
+        row(`req_big_${String(i).padStart(3, '0')}`, { accountId: 'acct_big', createdAt: at(i), cost: BigInt(1000 + i), totalMs: i + 0.25 })
       )
       rows.push(row('req_big_100', { accountId: 'acct_big', createdAt: at(100), cost: 7n }))
       await log.insertMany(rows)
@@ -276,7 +276,7 @@ for (const backend of testBackends()) {
       await t.rejects(
         store.requestLog.insertMany([row('req_key_3', { keyId: plaintext })]),
         { name: 'RangeError', message: /keyId holds an API key/ },
-        'a plaintext key in keyId is refused',
+        'a plaintext key in keyId is refused'
       )
       await t.rejects(store.requestLog.insertMany([row('req_key_4', { keyId: 'gw_live_legacy0123456789' })]), RangeError)
 

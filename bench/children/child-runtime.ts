@@ -87,11 +87,12 @@ export async function runChild (start: () => Promise<ChildServer>): Promise<void
         break
       }
       case 'stop':
-        void stop()
+        // Not awaited: the child exits when stop() is done.
+        stop()
         break
     }
   })
   // The bench process died without saying stop: do not linger.
-  process.on('disconnect', () => { void stop() })
+  process.on('disconnect', () => { stop() })
   send({ type: 'ready', url: server.url })
 }

@@ -24,29 +24,29 @@ export class UsageError extends Error {
 
 /** An error that is not a gateway catalogue code: config or database trouble. */
 class CliError extends Error {
-  constructor(
+  constructor (
     readonly code: string,
     message: string,
-    readonly extra: Record<string, unknown> = {},
+    readonly extra: Record<string, unknown> = {}
   ) {
     super(message)
   }
 }
 
-export function printJson(io: CommandIo, value: unknown): void {
+export function printJson (io: CommandIo, value: unknown): void {
   io.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
 }
 
-function printError(io: CommandIo, error: Record<string, unknown>): void {
+function printError (io: CommandIo, error: Record<string, unknown>): void {
   io.stderr.write(`${JSON.stringify({ error }, null, 2)}\n`)
 }
 
-export function printUsageError(io: CommandIo, err: UsageError, usage: string): number {
+export function printUsageError (io: CommandIo, err: UsageError, usage: string): number {
   printError(io, { code: 'USAGE', message: err.message, usage })
   return EXIT_USAGE
 }
 
-function warn(io: CommandIo, code: string): (err: Error) => void {
+function warn (io: CommandIo, code: string): (err: Error) => void {
   let last = ''
   return (err) => {
     if (err.message === last) return
@@ -62,7 +62,7 @@ const setting = (v: string | undefined): string | undefined => (v === undefined 
  * DATABASE_SCHEMA, else GATEWAY_DATA_DIR; GATEWAY_SECRET; REDIS_URL for invalidations;
  * GATEWAY_CONFIG for tiers and models), prints its result, and closes everything.
  */
-export async function runOperation(io: CommandIo, op: (ctx: AdminContext) => Promise<unknown> | unknown): Promise<number> {
+export async function runOperation (io: CommandIo, op: (ctx: AdminContext) => Promise<unknown> | unknown): Promise<number> {
   let catalogue: Catalogue | undefined
   const closers: Array<() => Promise<void>> = []
   try {

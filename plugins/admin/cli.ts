@@ -66,7 +66,7 @@ interface Parsed {
 }
 
 /** Strict parsing: an unknown flag or a missing value is a usage error, never ignored. */
-function parse(args: string[], options: Options, positionals: readonly string[], required: readonly string[] = []): Parsed {
+function parse (args: string[], options: Options, positionals: readonly string[], required: readonly string[] = []): Parsed {
   let parsed
   try {
     parsed = parseArgs({ args, options: { ...COMMON, ...options }, allowPositionals: true, strict: true })
@@ -97,7 +97,7 @@ const orNull = <T>(v: string, parse: (v: string) => T): T | null => (v === 'none
  * Key flags to the API's JSON body. Values stay as given where they are not obviously a
  * number or boolean, so the service's validation (one place) names the bad field.
  */
-function keyBody(values: Values): Record<string, unknown> {
+function keyBody (values: Values): Record<string, unknown> {
   const body: Record<string, unknown> = {}
   const set = (flag: string, field: string, convert: (v: string) => unknown): void => {
     const v = values[flag]
@@ -118,7 +118,7 @@ function keyBody(values: Values): Record<string, unknown> {
 }
 
 /** `--key -` reads the legacy key from standard input, keeping it out of shell history and `ps`. */
-function legacyKey(values: Values): string {
+function legacyKey (values: Values): string {
   const given = str(values, 'key')
   return given === '-' ? readFileSync(0, 'utf8').trim() : given
 }
@@ -223,7 +223,7 @@ const KEY_ACTIONS: Record<string, Run> = {
   },
 }
 
-async function dispatch(group: string, usage: string, actions: Record<string, Run>, args: string[], io: CommandIo): Promise<number> {
+async function dispatch (group: string, usage: string, actions: Record<string, Run>, args: string[], io: CommandIo): Promise<number> {
   const [action, ...rest] = args
   const fullUsage = `usage: model-gateway ${usage}\n${ENV_HELP}\n`
   if (action === 'help' || action === '--help' || action === '-h') {
@@ -241,21 +241,21 @@ async function dispatch(group: string, usage: string, actions: Record<string, Ru
 }
 
 /** `model-gateway accounts <create|list|get|suspend|reactivate|set-tier> …` */
-export async function accountsCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
+export async function accountsCommand (args: string[], io: CommandIo = processIo()): Promise<number> {
   return await dispatch('accounts', ACCOUNTS_USAGE, ACCOUNT_ACTIONS, args, io)
 }
 
 /** `model-gateway keys <create|list|get|update|revoke|reveal|import-legacy> …` */
-export async function keysCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
+export async function keysCommand (args: string[], io: CommandIo = processIo()): Promise<number> {
   return await dispatch('keys', KEYS_USAGE, KEY_ACTIONS, args, io)
 }
 
 /** `model-gateway wallet <get|credit> …` */
-export async function walletCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
+export async function walletCommand (args: string[], io: CommandIo = processIo()): Promise<number> {
   return await dispatch('wallet', WALLET_USAGE, WALLET_ACTIONS, args, io)
 }
 
 /** `model-gateway requests list …` */
-export async function requestsCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
+export async function requestsCommand (args: string[], io: CommandIo = processIo()): Promise<number> {
   return await dispatch('requests', REQUESTS_USAGE, REQUEST_ACTIONS, args, io)
 }

@@ -33,7 +33,7 @@ interface IdParams {
 const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest()
 const BEARER = /^Bearer +(\S+) *$/i
 
-export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions): Promise<void> {
+export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOptions): Promise<void> {
   // A token with whitespace could never be sent as one Bearer credential: refuse it at boot.
   if (typeof opts.token !== 'string' || !/^\S+$/.test(opts.token)) {
     throw new TypeError('adminRoutes: token must be a non-empty string without whitespace')

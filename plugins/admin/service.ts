@@ -31,34 +31,35 @@ export interface AdminContext {
   readonly now: () => Date
 }
 
-export function adminContext(store: Store, config: GatewayConfig, clock: Clock = systemClock): AdminContext {
+export function adminContext (store: Store, config: GatewayConfig, clock: Clock = systemClock): AdminContext {
   return { store, config, now: () => clock.now() }
 }
 
 // ---- input helpers -----------------------------------------------------------------------
 
 const MAX_NAME = 100
+// eslint-disable-next-line no-control-regex -- finding control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f\u007f]/
 const ACCOUNT_FIELDS = new Set(['name', 'tier', 'status'])
 
-function requestInvalid(param: string, detail: string): Error {
+function requestInvalid (param: string, detail: string): Error {
   return gatewayError('REQUEST_INVALID', { param, detail })
 }
 
-function bodyObject(body: unknown): Map<string, unknown> {
+function bodyObject (body: unknown): Map<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw requestInvalid('body', 'The body must be a JSON object.')
   }
   return new Map(Object.entries(body))
 }
 
-function onlyFields(body: Map<string, unknown>, allowed: ReadonlySet<string>): void {
+function onlyFields (body: Map<string, unknown>, allowed: ReadonlySet<string>): void {
   for (const field of body.keys()) {
     if (!allowed.has(field)) throw requestInvalid(field, `Unknown field ${JSON.stringify(field)}.`)
   }
 }
 
-function accountName(v: unknown): string {
+function accountName (v: unknown): string {
   if (typeof v !== 'string') throw requestInvalid('name', 'name must be a string.')
   const name = v.trim()
   if (name === '') throw requestInvalid('name', 'name must not be empty.')
@@ -67,7 +68,7 @@ function accountName(v: unknown): string {
   return name
 }
 
-function tierName(ctx: AdminContext, v: unknown): string {
+function tierName (ctx: AdminContext, v: unknown): string {
   const tiers = ctx.config.limits.tiers
   if (typeof v !== 'string' || !Object.hasOwn(tiers, v)) {
     throw requestInvalid('tier', `tier must be one of ${Object.keys(tiers).join(', ')}.`)
@@ -75,7 +76,7 @@ function tierName(ctx: AdminContext, v: unknown): string {
   return v
 }
 
-function keyInputContext(ctx: AdminContext, account: Account): KeyInputContext {
+function keyInputContext (ctx: AdminContext, account: Account): KeyInputContext {
   return {
     tiers: ctx.config.limits.tiers,
     accountTier: account.tier,
@@ -85,7 +86,7 @@ function keyInputContext(ctx: AdminContext, account: Account): KeyInputContext {
   }
 }
 
-function keyInputError(e: KeyInputError): Error {
+function keyInputError (e: KeyInputError): Error {
   const detail =
     e.code === 'LIMIT_API_KEY_POLICY_NOT_ALLOWED'
       ? `${e.reason.charAt(0).toUpperCase()}${e.reason.slice(1)}.`
@@ -93,31 +94,31 @@ function keyInputError(e: KeyInputError): Error {
   return gatewayError(e.code, { param: e.field, detail })
 }
 
-function accountNotFound(): Error {
+function accountNotFound (): Error {
   return gatewayError('REQUEST_ROUTE_NOT_FOUND', { param: 'account_id', detail: 'Account not found.' })
 }
 
-function keyNotFound(): Error {
+function keyNotFound (): Error {
   return gatewayError('AUTH_API_KEY_NOT_FOUND', { param: 'key_id' })
 }
 
-function keyRevoked(): Error {
+function keyRevoked (): Error {
   return gatewayError('AUTH_API_KEY_REVOKED', { param: 'key_id' })
 }
 
-async function existingAccount(ctx: AdminContext, id: string): Promise<Account> {
+async function existingAccount (ctx: AdminContext, id: string): Promise<Account> {
   const account = await ctx.store.accounts.get(id)
   if (!account) throw accountNotFound()
   return account
 }
 
-async function existingKey(ctx: AdminContext, id: string): Promise<ApiKeyRecord> {
+async function existingKey (ctx: AdminContext, id: string): Promise<ApiKeyRecord> {
   const key = await ctx.store.keys.get(id)
   if (!key) throw keyNotFound()
   return key
 }
 
-function pageLimit(v: unknown): number {
+function pageLimit (v: unknown): number {
   if (v === undefined) return DEFAULT_PAGE_LIMIT
   const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,7}$/.test(v) ? Number(v) : NaN
   if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_LIMIT) {
@@ -129,7 +130,7 @@ function pageLimit(v: unknown): number {
 // ---- accounts ----------------------------------------------------------------------------
 
 /** `{ name, tier? }`; the tier defaults to `limits.default_tier`. */
-export async function createAccount(ctx: AdminContext, body: unknown): Promise<AccountView> {
+export async function createAccount (ctx: AdminContext, body: unknown): Promise<AccountView> {
   const input = bodyObject(body)
   onlyFields(input, new Set(['name', 'tier']))
   const name = accountName(input.get('name'))
@@ -138,7 +139,7 @@ export async function createAccount(ctx: AdminContext, body: unknown): Promise<A
 }
 
 /** Oldest first; `after` is the `next_after` of the previous page. */
-export async function listAccounts(ctx: AdminContext, query: unknown = {}): Promise<Page<AccountView>> {
+export async function listAccounts (ctx: AdminContext, query: unknown = {}): Promise<Page<AccountView>> {
   const input = bodyObject(query)
   onlyFields(input, new Set(['limit', 'after']))
   const limit = pageLimit(input.get('limit'))
@@ -156,7 +157,7 @@ export async function listAccounts(ctx: AdminContext, query: unknown = {}): Prom
   return { data, has_more: hasMore, next_after: hasMore ? (data[data.length - 1]?.id ?? null) : null }
 }
 
-export async function getAccount(ctx: AdminContext, id: string): Promise<AccountView> {
+export async function getAccount (ctx: AdminContext, id: string): Promise<AccountView> {
   return accountView(await existingAccount(ctx, id))
 }
 
@@ -164,7 +165,7 @@ export async function getAccount(ctx: AdminContext, id: string): Promise<Account
  * `{ name?, status?: "active" | "suspended", tier? }`. Lowering the tier leaves existing key
  * policies as they are: the limits stage resolves a key's policy no higher than its account's tier.
  */
-export async function updateAccount(ctx: AdminContext, id: string, body: unknown): Promise<AccountView> {
+export async function updateAccount (ctx: AdminContext, id: string, body: unknown): Promise<AccountView> {
   const input = bodyObject(body)
   onlyFields(input, ACCOUNT_FIELDS)
   const patch: AccountPatch = {}
@@ -185,7 +186,7 @@ export async function updateAccount(ctx: AdminContext, id: string, body: unknown
 // ---- keys --------------------------------------------------------------------------------
 
 /** A new `sk-` key; the answer is the only one besides reveal that carries the plaintext. */
-export async function createKey(ctx: AdminContext, accountId: string, body: unknown): Promise<RevealedKeyView> {
+export async function createKey (ctx: AdminContext, accountId: string, body: unknown): Promise<RevealedKeyView> {
   const account = await existingAccount(ctx, accountId)
   const fields = validateKeyInput(body, keyInputContext(ctx, account))
   if (!fields.ok) throw keyInputError(fields)
@@ -195,19 +196,19 @@ export async function createKey(ctx: AdminContext, accountId: string, body: unkn
 }
 
 /** Every key of the account, oldest first, revoked ones included. */
-export async function listKeys(ctx: AdminContext, accountId: string): Promise<Page<KeyView>> {
+export async function listKeys (ctx: AdminContext, accountId: string): Promise<Page<KeyView>> {
   await existingAccount(ctx, accountId)
   const now = ctx.now()
   const data = (await ctx.store.keys.listByAccount(accountId)).map((k) => keyView(k, now))
   return { data, has_more: false, next_after: null }
 }
 
-export async function getKey(ctx: AdminContext, id: string): Promise<KeyView> {
+export async function getKey (ctx: AdminContext, id: string): Promise<KeyView> {
   return keyView(await existingKey(ctx, id), ctx.now())
 }
 
 /** Any subset of the create fields; null clears a nullable one. A revoked key is final. */
-export async function updateKey(ctx: AdminContext, id: string, body: unknown): Promise<KeyView> {
+export async function updateKey (ctx: AdminContext, id: string, body: unknown): Promise<KeyView> {
   const key = await existingKey(ctx, id)
   if (key.revokedAt !== null) throw keyRevoked()
   const patch = validateKeyPatch(body, keyInputContext(ctx, await existingAccount(ctx, key.accountId)))
@@ -218,13 +219,13 @@ export async function updateKey(ctx: AdminContext, id: string, body: unknown): P
 }
 
 /** Idempotent: revoking a revoked key answers it unchanged (the first revoked_at stays). */
-export async function revokeKey(ctx: AdminContext, id: string): Promise<KeyView> {
+export async function revokeKey (ctx: AdminContext, id: string): Promise<KeyView> {
   const result = await ctx.store.keys.revoke(id)
   if (!result.ok) throw keyNotFound()
   return keyView(result.value, ctx.now())
 }
 
-export async function revealKey(ctx: AdminContext, id: string): Promise<RevealedKeyView> {
+export async function revealKey (ctx: AdminContext, id: string): Promise<RevealedKeyView> {
   const key = await existingKey(ctx, id)
   const result = await ctx.store.keys.reveal(id)
   if (!result.ok) {
@@ -239,7 +240,7 @@ export async function revealKey(ctx: AdminContext, id: string): Promise<Revealed
  * `{ key: "gw_live_…", name, ...create fields }`: registers a key of the old system by its
  * hash only. The answer never echoes the plaintext, and the key can never be revealed.
  */
-export async function importLegacyKey(ctx: AdminContext, accountId: string, body: unknown): Promise<KeyView> {
+export async function importLegacyKey (ctx: AdminContext, accountId: string, body: unknown): Promise<KeyView> {
   const account = await existingAccount(ctx, accountId)
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw gatewayError('AUTH_API_KEY_CONFIGURATION_INVALID', { param: 'body', detail: 'The body must be a JSON object.' })
@@ -263,7 +264,7 @@ export async function importLegacyKey(ctx: AdminContext, accountId: string, body
 // ---- models ------------------------------------------------------------------------------
 
 /** The catalogue as configured, every status included. */
-export function listModels(ctx: AdminContext): Page<ModelView> {
+export function listModels (ctx: AdminContext): Page<ModelView> {
   return { data: ctx.config.models.map(modelView), has_more: false, next_after: null }
 }
 

@@ -60,7 +60,6 @@ export interface Page<T> {
   next_after: string | null
 }
 
-
 /** Money in the admin API: the same rendering as every other money field (plugins/pricing). */
 export { formatMoney as formatMinorUnits } from '../pricing/money.js'
 import type { RequestLogRow } from '../store/request-log/types.js'
@@ -69,7 +68,7 @@ import { formatMoney as formatMinorUnits } from '../pricing/money.js'
 const money = (v: bigint | null): string | null => (v === null ? null : formatMinorUnits(v))
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString())
 
-export function accountView(a: Account): AccountView {
+export function accountView (a: Account): AccountView {
   return {
     id: a.id,
     name: a.name,
@@ -80,13 +79,13 @@ export function accountView(a: Account): AccountView {
   }
 }
 
-export function keyStatus(k: ApiKeyRecord, now: Date): KeyStatus {
+export function keyStatus (k: ApiKeyRecord, now: Date): KeyStatus {
   if (k.revokedAt !== null) return 'revoked'
   if (k.expiresAt !== null && k.expiresAt.getTime() <= now.getTime()) return 'expired'
   return k.active ? 'active' : 'inactive'
 }
 
-export function keyView(k: ApiKeyRecord, now: Date): KeyView {
+export function keyView (k: ApiKeyRecord, now: Date): KeyView {
   return {
     id: k.id,
     account_id: k.accountId,
@@ -110,7 +109,7 @@ export function keyView(k: ApiKeyRecord, now: Date): KeyView {
   }
 }
 
-export function modelView(m: ModelConfig): ModelView {
+export function modelView (m: ModelConfig): ModelView {
   return {
     id: m.id,
     status: m.status,

@@ -27,29 +27,29 @@ const EVENT = 'invalidate'
 export class LocalInvalidationBus implements InvalidationBus {
   private readonly emitter = new EventEmitter()
 
-  constructor() {
+  constructor () {
     // Every KeyCache and test harness subscribes; the default limit of 10 would warn.
     this.emitter.setMaxListeners(0)
   }
 
-  async ready(): Promise<void> {}
+  async ready (): Promise<void> {}
 
-  async publish(message: InvalidationMessage): Promise<void> {
+  async publish (message: InvalidationMessage): Promise<void> {
     this.emitter.emit(EVENT, message)
   }
 
-  subscribe(handler: InvalidationHandler): () => void {
+  subscribe (handler: InvalidationHandler): () => void {
     this.emitter.on(EVENT, handler)
     return () => this.emitter.off(EVENT, handler)
   }
 
-  async close(): Promise<void> {
+  async close (): Promise<void> {
     this.emitter.removeAllListeners(EVENT)
   }
 }
 
 /** Narrow an untrusted payload (e.g. from Redis) to a message, or null. */
-export function parseInvalidationMessage(value: unknown): InvalidationMessage | null {
+export function parseInvalidationMessage (value: unknown): InvalidationMessage | null {
   if (typeof value !== 'object' || value === null) return null
   const kind: unknown = Reflect.get(value, 'kind')
   if (kind === 'all') return { kind }

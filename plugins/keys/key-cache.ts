@@ -37,7 +37,7 @@ export class KeyCache {
   // since what it read may predate the change.
   private epoch = 0
 
-  constructor(opts: KeyCacheOptions = {}) {
+  constructor (opts: KeyCacheOptions = {}) {
     const clock = opts.clock
     this.lru = new LRUCache<string, CachedKey>({
       max: opts.max ?? DEFAULT_KEY_CACHE_MAX,
@@ -48,15 +48,15 @@ export class KeyCache {
     this.unsubscribe = opts.bus?.subscribe((message) => this.apply(message))
   }
 
-  get size(): number {
+  get size (): number {
     return this.lru.size
   }
 
-  get(lookupHash: string): CachedKey | undefined {
+  get (lookupHash: string): CachedKey | undefined {
     return this.lru.get(lookupHash)
   }
 
-  set(lookupHash: string, entry: CachedKey): void {
+  set (lookupHash: string, entry: CachedKey): void {
     this.lru.set(lookupHash, entry)
     this.byKey.set(entry.key.id, lookupHash)
     let hashes = this.byAccount.get(entry.account.id)
@@ -65,7 +65,7 @@ export class KeyCache {
   }
 
   /** Cached entry, or the loader's answer (cached unless an invalidation arrived meanwhile). */
-  async getOrLoad(lookupHash: string, load: (hash: string) => Promise<CachedKey | null>): Promise<CachedKey | null> {
+  async getOrLoad (lookupHash: string, load: (hash: string) => Promise<CachedKey | null>): Promise<CachedKey | null> {
     const hit = this.lru.get(lookupHash)
     if (hit) return hit
     const started = this.epoch
@@ -75,34 +75,34 @@ export class KeyCache {
     return loaded
   }
 
-  invalidateKey(keyId: string): void {
+  invalidateKey (keyId: string): void {
     this.epoch++
     const hash = this.byKey.get(keyId)
     if (hash !== undefined) this.lru.delete(hash)
   }
 
-  invalidateAccount(accountId: string): void {
+  invalidateAccount (accountId: string): void {
     this.epoch++
     for (const hash of [...(this.byAccount.get(accountId) ?? [])]) this.lru.delete(hash)
   }
 
-  clear(): void {
+  clear (): void {
     this.epoch++
     this.lru.clear()
   }
 
   /** Stops listening to the bus; the bus itself belongs to whoever created it. */
-  close(): void {
+  close (): void {
     this.unsubscribe?.()
   }
 
-  private apply(message: InvalidationMessage): void {
+  private apply (message: InvalidationMessage): void {
     if (message.kind === 'key') this.invalidateKey(message.id)
     else if (message.kind === 'account') this.invalidateAccount(message.id)
     else this.clear()
   }
 
-  private unindex(value: CachedKey, hash: string): void {
+  private unindex (value: CachedKey, hash: string): void {
     if (this.byKey.get(value.key.id) === hash) this.byKey.delete(value.key.id)
     const hashes = this.byAccount.get(value.account.id)
     if (!hashes) return

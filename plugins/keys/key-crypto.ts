@@ -35,7 +35,7 @@ interface DerivedKeys {
 // HKDF off the per-request path without holding a map of secrets.
 let lastDerived: { secret: string; keys: DerivedKeys } | undefined
 
-function derive(secret: string): DerivedKeys {
+function derive (secret: string): DerivedKeys {
   if (lastDerived?.secret === secret) return lastDerived.keys
   if (secret.length < MIN_SECRET_LENGTH) {
     throw new RangeError(`server secret must be at least ${MIN_SECRET_LENGTH} characters`)
@@ -48,12 +48,12 @@ function derive(secret: string): DerivedKeys {
 }
 
 /** HMAC-SHA256 (hex) of a plaintext key; the only form in which keys are looked up. */
-export function lookupHash(secret: string, key: string): string {
+export function lookupHash (secret: string, key: string): string {
   return createHmac('sha256', derive(secret).lookup).update(key, 'utf8').digest('hex')
 }
 
 /** Constant-time comparison of two hex digests; false for malformed or unequal lengths. */
-export function safeEqualHex(a: string, b: string): boolean {
+export function safeEqualHex (a: string, b: string): boolean {
   if (a.length !== b.length || !HEX.test(a) || !HEX.test(b)) return false
   return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'))
 }
@@ -62,11 +62,11 @@ export function safeEqualHex(a: string, b: string): boolean {
  * AES-256-GCM with a random IV; the key row id is the associated data, so a sealed
  * value copied onto another row does not open there.
  */
-export function sealKey(
+export function sealKey (
   secret: string,
   keyId: string,
   plaintext: string,
-  random: RandomBytes = nodeRandomBytes,
+  random: RandomBytes = nodeRandomBytes
 ): string {
   const iv = Buffer.from(random(IV_BYTES))
   if (iv.length !== IV_BYTES) throw new RangeError(`IV must be ${IV_BYTES} bytes`)
@@ -78,7 +78,7 @@ export function sealKey(
 }
 
 /** Throws KeySealError when the value was tampered with, moved to another row or sealed under another secret. */
-export function openKey(secret: string, keyId: string, sealed: string): string {
+export function openKey (secret: string, keyId: string, sealed: string): string {
   const dot = sealed.indexOf('.')
   if (dot < 0 || sealed.slice(0, dot) !== SEAL_VERSION) {
     throw new KeySealError('sealed key has an unknown format')

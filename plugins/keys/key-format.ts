@@ -26,7 +26,7 @@ const SK_PATTERN = new RegExp(`^${KEY_PREFIX}[0-9A-Za-z]{${BODY_LENGTH + CHECKSU
 // ASCII so no valid legacy key is rejected before its hash is looked up.
 const LEGACY_PATTERN = /^gw_live_[\x21-\x7e]{1,256}$/
 
-export function toBase62(value: bigint, width: number): string {
+export function toBase62 (value: bigint, width: number): string {
   let out = ''
   let rest = value
   while (rest > 0n) {
@@ -37,17 +37,17 @@ export function toBase62(value: bigint, width: number): string {
   return out.padStart(width, '0')
 }
 
-function bytesToBigInt(bytes: Uint8Array): bigint {
+function bytesToBigInt (bytes: Uint8Array): bigint {
   let value = 0n
   for (const byte of bytes) value = (value << 8n) | BigInt(byte)
   return value
 }
 
-function checksumOf(head: string): string {
+function checksumOf (head: string): string {
   return toBase62(BigInt(crc32(head)), CHECKSUM_LENGTH)
 }
 
-export function generateKey(random: RandomBytes = nodeRandomBytes): string {
+export function generateKey (random: RandomBytes = nodeRandomBytes): string {
   const bytes = random(KEY_SECRET_BYTES)
   if (bytes.length !== KEY_SECRET_BYTES) {
     throw new RangeError(`random source returned ${bytes.length} bytes, expected ${KEY_SECRET_BYTES}`)
@@ -57,7 +57,7 @@ export function generateKey(random: RandomBytes = nodeRandomBytes): string {
 }
 
 /** Which kind of key this string is, or null when it cannot be one of ours. */
-export function keyKind(key: string): KeyKind | null {
+export function keyKind (key: string): KeyKind | null {
   if (SK_PATTERN.test(key)) {
     const cut = key.length - CHECKSUM_LENGTH
     return checksumOf(key.slice(0, cut)) === key.slice(cut) ? 'sk' : null
@@ -66,14 +66,14 @@ export function keyKind(key: string): KeyKind | null {
 }
 
 /** True for a well-formed `sk-` key with a matching checksum, or a legacy `gw_live_` key. */
-export function hasValidChecksum(key: string): boolean {
+export function hasValidChecksum (key: string): boolean {
   return keyKind(key) !== null
 }
 
-export function isLegacyKey(key: string): boolean {
+export function isLegacyKey (key: string): boolean {
   return LEGACY_PATTERN.test(key)
 }
 
-export function displayPrefix(key: string): string {
+export function displayPrefix (key: string): string {
   return key.slice(0, DISPLAY_PREFIX_LENGTH)
 }

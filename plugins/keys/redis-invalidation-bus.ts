@@ -28,10 +28,10 @@ export class RedisInvalidationBus implements InvalidationBus {
   private connectedOnce = false
   private closed = false
 
-  constructor(
+  constructor (
     redisUrl: string,
     private readonly channel: string,
-    opts: RedisInvalidationBusOptions = {},
+    opts: RedisInvalidationBusOptions = {}
   ) {
     const onError = opts.onError ?? warnOnce()
     // Named so an operator can tell these apart in CLIENT LIST.
@@ -48,28 +48,28 @@ export class RedisInvalidationBus implements InvalidationBus {
     this.subscribed.catch(() => {})
   }
 
-  async ready(): Promise<void> {
+  async ready (): Promise<void> {
     await Promise.all([this.subscribed, this.pub.ping()])
   }
 
-  async publish(message: InvalidationMessage): Promise<void> {
+  async publish (message: InvalidationMessage): Promise<void> {
     this.deliver(message)
     await this.pub.publish(this.channel, JSON.stringify({ ...message, origin: this.origin }))
   }
 
-  subscribe(handler: InvalidationHandler): () => void {
+  subscribe (handler: InvalidationHandler): () => void {
     this.handlers.add(handler)
     return () => this.handlers.delete(handler)
   }
 
-  async close(): Promise<void> {
+  async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
     this.handlers.clear()
     await Promise.all([quit(this.sub), quit(this.pub)])
   }
 
-  private onReady(): void {
+  private onReady (): void {
     if (!this.connectedOnce) {
       this.connectedOnce = true
       return
@@ -78,11 +78,11 @@ export class RedisInvalidationBus implements InvalidationBus {
     // receiving again, and anything cached before now may have missed a message.
     this.sub.ping().then(
       () => this.deliver({ kind: 'all' }),
-      () => {},
+      () => {}
     )
   }
 
-  private onMessage(channel: string, payload: string): void {
+  private onMessage (channel: string, payload: string): void {
     if (channel !== this.channel) return
     let parsed: unknown
     try {
@@ -95,12 +95,12 @@ export class RedisInvalidationBus implements InvalidationBus {
     if (message) this.deliver(message)
   }
 
-  private deliver(message: InvalidationMessage): void {
+  private deliver (message: InvalidationMessage): void {
     for (const handler of this.handlers) handler(message)
   }
 }
 
-async function quit(conn: Redis): Promise<void> {
+async function quit (conn: Redis): Promise<void> {
   try {
     await Promise.race([conn.quit(), new Promise((resolve) => setTimeout(resolve, 1000).unref())])
   } catch {
@@ -109,7 +109,7 @@ async function quit(conn: Redis): Promise<void> {
   conn.disconnect()
 }
 
-function warnOnce(): (err: Error) => void {
+function warnOnce (): (err: Error) => void {
   let last = ''
   return (err) => {
     if (err.message === last) return

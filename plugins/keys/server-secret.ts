@@ -35,13 +35,13 @@ export class ServerSecretError extends Error {
   override readonly name = 'ServerSecretError'
 }
 
-export function resolveServerSecret(opts: ResolveServerSecretOptions): ResolvedServerSecret {
+export function resolveServerSecret (opts: ResolveServerSecretOptions): ResolvedServerSecret {
   const given = opts.gatewaySecret
   if (given !== undefined && given !== '') {
     if (given.length < MIN_SECRET_LENGTH) {
       throw new ServerSecretError(
         `GATEWAY_SECRET must be at least ${MIN_SECRET_LENGTH} characters (got ${given.length}); ` +
-          'generate one with: openssl rand -base64 32',
+          'generate one with: openssl rand -base64 32'
       )
     }
     return { secret: given, generated: false }
@@ -49,7 +49,7 @@ export function resolveServerSecret(opts: ResolveServerSecretOptions): ResolvedS
   if (opts.databaseUrl !== undefined && opts.databaseUrl !== '') {
     throw new ServerSecretError(
       'GATEWAY_SECRET is required when DATABASE_URL is set: every instance must use the same ' +
-        'secret to find and reveal API keys',
+        'secret to find and reveal API keys'
     )
   }
   mkdirSync(opts.dataDir, { recursive: true })
@@ -67,12 +67,12 @@ export function resolveServerSecret(opts: ResolveServerSecretOptions): ResolvedS
   if (stored.length < MIN_SECRET_LENGTH) {
     throw new ServerSecretError(
       `${path} holds a secret shorter than ${MIN_SECRET_LENGTH} characters; ` +
-        'restore it from backup (deleting it makes every existing API key unusable)',
+        'restore it from backup (deleting it makes every existing API key unusable)'
     )
   }
   return { secret: stored, generated: true, path, created: false }
 }
 
-function isErrno(err: unknown, code: string): boolean {
+function isErrno (err: unknown, code: string): boolean {
   return err instanceof Error && 'code' in err && err.code === code
 }

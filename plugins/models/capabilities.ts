@@ -17,9 +17,14 @@ function dataUrlKind (url: unknown): keyof InputModalities | null {
 }
 
 const PART_TYPES: Readonly<Record<string, keyof InputModalities>> = {
-  image_url: 'image', input_image: 'image', image: 'image',
-  input_audio: 'audio', audio: 'audio',
-  video_url: 'video', input_video: 'video', video: 'video'
+  image_url: 'image',
+  input_image: 'image',
+  image: 'image',
+  input_audio: 'audio',
+  audio: 'audio',
+  video_url: 'video',
+  input_video: 'video',
+  video: 'video'
 }
 
 function scanPart (part: unknown, found: InputModalities): void {

@@ -122,9 +122,10 @@ export function worstCaseUsage (input: WorstCaseInput): Usage {
   }
 }
 
+/** Code points, the way a string iterates: a surrogate pair counts once, a lone surrogate once. */
 function countCodePoints (s: string): number {
   let n = 0
-  for (const _ of s) n++
+  for (let i = 0; i < s.length; i += (s.codePointAt(i) ?? 0) > 0xffff ? 2 : 1) n++
   return n
 }
 

@@ -19,19 +19,19 @@ export interface StoreContext {
 
 export const MAX_PAGE = 1000
 
-export function parseAccountStatus(value: string): AccountStatus {
+export function parseAccountStatus (value: string): AccountStatus {
   if (value === 'active' || value === 'suspended') return value
   throw new Error(`unexpected account status in database: ${value}`)
 }
 
-export function checkLimit(limit: number): number {
+export function checkLimit (limit: number): number {
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
     throw new RangeError(`limit must be an integer in 1..${MAX_PAGE}`)
   }
   return limit
 }
 
-export function withKeyDefaults(input: Partial<KeyFields> & Pick<KeyFields, 'name'>): KeyFields {
+export function withKeyDefaults (input: Partial<KeyFields> & Pick<KeyFields, 'name'>): KeyFields {
   return {
     name: input.name,
     allowedModels: input.allowedModels ?? null,
@@ -55,7 +55,7 @@ export interface NewKeyMaterial {
 }
 
 /** A fresh `sk-` key for row `keyId`: only the hash, sealed form and prefix are stored. */
-export function newKeyMaterial(ctx: StoreContext, keyId: string): NewKeyMaterial {
+export function newKeyMaterial (ctx: StoreContext, keyId: string): NewKeyMaterial {
   const plaintext = generateKey(ctx.random)
   return {
     plaintext,
@@ -80,7 +80,7 @@ export const KEY_COLUMNS: { readonly [F in keyof KeyFields]-?: string } = {
   rateLimitPolicy: 'rate_limit_policy',
 }
 
-export function patchEntries(patch: Partial<KeyFields>): Array<[keyof KeyFields, KeyFields[keyof KeyFields]]> {
+export function patchEntries (patch: Partial<KeyFields>): Array<[keyof KeyFields, KeyFields[keyof KeyFields]]> {
   const out: Array<[keyof KeyFields, KeyFields[keyof KeyFields]]> = []
   for (const field of Object.keys(KEY_COLUMNS) as Array<keyof KeyFields>) {
     const value = patch[field]

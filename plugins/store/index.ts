@@ -38,7 +38,7 @@ export interface OpenStoreOptions {
 
 export const DEFAULT_DATA_DIR = './data'
 
-export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
+export async function openStore (opts: OpenStoreOptions = {}): Promise<Store> {
   const dataDir = opts.dataDir ?? DEFAULT_DATA_DIR
   const usePg = opts.databaseUrl !== undefined && opts.databaseUrl !== ''
   if (!usePg && opts.schema !== undefined) throw new RangeError('schema applies to PostgreSQL (databaseUrl) only')
@@ -53,7 +53,7 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
     random: opts.random ?? randomBytes,
     secret: resolved.secret,
     defaultTier: opts.defaultTier ?? 'free',
-    async publish(message) {
+    async publish (message) {
       try {
         await bus.publish(message)
       } catch (err) {
@@ -77,7 +77,7 @@ export async function openStore(opts: OpenStoreOptions = {}): Promise<Store> {
     backend: parts.backend,
     secretGenerated: resolved.generated,
     hashKey: (plaintext) => lookupHash(resolved.secret, plaintext),
-    async close() {
+    async close () {
       if (closed) return
       closed = true
       await parts.close()

@@ -21,12 +21,12 @@ export class MigrationError extends Error {
   override readonly name = 'MigrationError'
 }
 
-export function migrationChecksum(migration: Migration): string {
+export function migrationChecksum (migration: Migration): string {
   return createHash('sha256').update(migration.sql.trim()).digest('hex')
 }
 
 /** Throws on a malformed list: duplicate or unordered versions are a code bug. */
-export function checkMigrationList(migrations: readonly Migration[]): void {
+export function checkMigrationList (migrations: readonly Migration[]): void {
   let previous = 0
   for (const m of migrations) {
     if (!Number.isInteger(m.version) || m.version <= previous) {
@@ -42,9 +42,9 @@ export function checkMigrationList(migrations: readonly Migration[]): void {
  * Versions in the database that this code does not know are ignored, so an older
  * instance can still start during a rolling deploy.
  */
-export function pendingMigrations(
+export function pendingMigrations (
   migrations: readonly Migration[],
-  applied: readonly AppliedMigration[],
+  applied: readonly AppliedMigration[]
 ): Migration[] {
   checkMigrationList(migrations)
   const done = new Map(applied.map((a) => [a.version, a]))
@@ -53,7 +53,7 @@ export function pendingMigrations(
     if (row && row.checksum !== migrationChecksum(m)) {
       throw new MigrationError(
         `migration ${m.version}-${m.name} differs from the one applied to this database ` +
-          `(${row.name}); released migrations must not be edited, add a new one`,
+          `(${row.name}); released migrations must not be edited, add a new one`
       )
     }
   }

@@ -4,7 +4,7 @@ import type { LedgerEntry } from '../../plugins/store/ledger/types.js'
 import type { Store } from '../../plugins/store/types.js'
 
 /** Every entry of an account, newest first, read page by page. */
-export async function allEntries(store: Store, accountId: string, pageSize = 1000): Promise<LedgerEntry[]> {
+export async function allEntries (store: Store, accountId: string, pageSize = 1000): Promise<LedgerEntry[]> {
   const out: LedgerEntry[] = []
   for (;;) {
     const last = out.at(-1)
@@ -25,7 +25,7 @@ export interface LedgerFacts {
 }
 
 /** What the wallet says next to what its entries and open holds add up to. */
-export async function ledgerFacts(store: Store, accountId: string): Promise<LedgerFacts> {
+export async function ledgerFacts (store: Store, accountId: string): Promise<LedgerFacts> {
   const [wallet, entries, open] = await Promise.all([
     store.ledger.wallet(accountId),
     allEntries(store, accountId),
@@ -43,7 +43,7 @@ export async function ledgerFacts(store: Store, accountId: string): Promise<Ledg
 }
 
 /** Runs raw SQL on the store's database (schema-guard tests). */
-export async function execSql(store: Store, sql: string): Promise<void> {
+export async function execSql (store: Store, sql: string): Promise<void> {
   if (store.backend.kind === 'sqlite') store.backend.db.exec(sql)
   else await store.backend.pool.query(sql)
 }

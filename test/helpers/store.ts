@@ -26,33 +26,35 @@ export interface TestBackend {
 /** A clock the test moves by hand. */
 export class ManualClock implements Clock {
   private ms: number
-  constructor(start: Date | string = '2030-01-01T00:00:00.000Z') {
+  constructor (start: Date | string = '2030-01-01T00:00:00.000Z') {
     this.ms = new Date(start).getTime()
   }
-  now(): Date {
+
+  now (): Date {
     return new Date(this.ms)
   }
-  advance(ms: number): void {
+
+  advance (ms: number): void {
     this.ms += ms
   }
 }
 
-export function randomSchemaName(): string {
+export function randomSchemaName (): string {
   return `t_${randomBytes(8).toString('hex')}`
 }
 
-export function sqliteTestBackend(): TestBackend {
+export function sqliteTestBackend (): TestBackend {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-store-'))
   const stores: Store[] = []
   return {
     name: 'sqlite',
     location: dir,
-    async open(opts = {}) {
+    async open (opts = {}) {
       const store = await openStore({ secret: TEST_SECRET, ...opts, dataDir: dir })
       stores.push(store)
       return store
     },
-    async cleanup() {
+    async cleanup () {
       await Promise.all(stores.map((s) => s.close()))
       rmSync(dir, { recursive: true, force: true })
     },
@@ -60,7 +62,7 @@ export function sqliteTestBackend(): TestBackend {
 }
 
 /** Drops a PostgreSQL schema a test or benchmark created, with everything in it. */
-export async function dropSchema(schema: string, databaseUrl: string = TEST_DATABASE_URL): Promise<void> {
+export async function dropSchema (schema: string, databaseUrl: string = TEST_DATABASE_URL): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl })
   await client.connect()
   try {
@@ -70,18 +72,18 @@ export async function dropSchema(schema: string, databaseUrl: string = TEST_DATA
   }
 }
 
-export function pgTestBackend(): TestBackend {
+export function pgTestBackend (): TestBackend {
   const schema = randomSchemaName()
   const stores: Store[] = []
   return {
     name: 'pg',
     location: schema,
-    async open(opts = {}) {
+    async open (opts = {}) {
       const store = await openStore({ secret: TEST_SECRET, ...opts, databaseUrl: TEST_DATABASE_URL, schema })
       stores.push(store)
       return store
     },
-    async cleanup() {
+    async cleanup () {
       await Promise.all(stores.map((s) => s.close()))
       await dropSchema(schema)
     },
@@ -89,12 +91,12 @@ export function pgTestBackend(): TestBackend {
 }
 
 /** One fresh backend of each kind, for `for (const b of testBackends())` loops. */
-export function testBackends(): TestBackend[] {
+export function testBackends (): TestBackend[] {
   return [sqliteTestBackend(), pgTestBackend()]
 }
 
 /** Every row of every table of the backend, for "nothing secret is stored" checks. */
-export async function dumpAllTables(store: Store): Promise<Record<string, unknown[]>> {
+export async function dumpAllTables (store: Store): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {}
   if (store.backend.kind === 'sqlite') {
     const { db } = store.backend
@@ -106,8 +108,8 @@ export async function dumpAllTables(store: Store): Promise<Record<string, unknow
   }
   const { pool } = store.backend
   const { rows } = await pool.query<{ table_name: string }>(
-    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
   )
-  for (const { table_name } of rows) out[table_name] = (await pool.query(`SELECT * FROM "${table_name}"`)).rows
+  for (const { table_name: table } of rows) out[table] = (await pool.query(`SELECT * FROM "${table}"`)).rows
   return out
 }

@@ -42,10 +42,10 @@ export class GroupCommit<I, O> {
    * fails with that error (a batch is one statement, so nothing of it was committed).
    * `key` (optional) keeps two items with the same key out of one batch.
    */
-  constructor(
+  constructor (
     private readonly run: (items: I[]) => Promise<Array<ItemOutcome<O>>>,
     private readonly opts: GroupCommitOptions,
-    private readonly key?: (item: I) => string,
+    private readonly key?: (item: I) => string
   ) {
     if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1) throw new RangeError('maxBatch must be a positive integer')
     if (!Number.isInteger(opts.maxInFlight) || opts.maxInFlight < 1) {
@@ -53,7 +53,7 @@ export class GroupCommit<I, O> {
     }
   }
 
-  submit(item: I): Promise<O> {
+  submit (item: I): Promise<O> {
     if (this.closed) return Promise.reject(new Error('ledger store is closed'))
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject })
@@ -62,14 +62,14 @@ export class GroupCommit<I, O> {
   }
 
   /** Refuses new items and waits until every queued and in-flight item is answered. */
-  async close(): Promise<void> {
+  async close (): Promise<void> {
     this.closed = true
     if (this.queue.length === 0 && this.inFlight === 0) return
     await new Promise<void>((resolve) => this.idle.push(resolve))
   }
 
   /** Callers of the same tick (or loop turn, with `immediate`) land in one batch. */
-  private schedule(): void {
+  private schedule (): void {
     if (this.scheduled) return
     this.scheduled = true
     const start = (): void => {
@@ -80,18 +80,19 @@ export class GroupCommit<I, O> {
     else queueMicrotask(start)
   }
 
-  private pump(): void {
+  private pump (): void {
     while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
       const batch = this.take()
       this.inFlight++
-      void this.execute(batch)
+      // Not awaited: execute() settles its batch's callers itself and never rejects.
+      this.execute(batch)
     }
     if (this.queue.length === 0 && this.inFlight === 0) {
       for (const resolve of this.idle.splice(0)) resolve()
     }
   }
 
-  private take(): Array<Pending<I, O>> {
+  private take (): Array<Pending<I, O>> {
     if (!this.key) return this.queue.splice(0, this.opts.maxBatch)
     const batch: Array<Pending<I, O>> = []
     const keys = new Set<string>()
@@ -109,7 +110,7 @@ export class GroupCommit<I, O> {
     return batch
   }
 
-  private async execute(batch: Array<Pending<I, O>>): Promise<void> {
+  private async execute (batch: Array<Pending<I, O>>): Promise<void> {
     const retry: Array<Pending<I, O>> = []
     const started = performance.now()
     try {

@@ -9,19 +9,19 @@ export const REAP_CHUNK = 1000
 /** Settled charges carry this posting-id prefix; credits may not use it. */
 export const CHARGE_POSTING_PREFIX = 'post:'
 
-function checkAmount(name: string, value: bigint, min: bigint): bigint {
+function checkAmount (name: string, value: bigint, min: bigint): bigint {
   if (typeof value !== 'bigint' || value < min || value > MAX_LEDGER_AMOUNT) {
     throw new RangeError(`${name} must be a bigint in ${min}..${MAX_LEDGER_AMOUNT} nano-units`)
   }
   return value
 }
 
-function checkId(name: string, value: string): string {
+function checkId (name: string, value: string): string {
   if (typeof value !== 'string' || value === '') throw new RangeError(`${name} must be a non-empty string`)
   return value
 }
 
-export function checkCredit(input: {
+export function checkCredit (input: {
   accountId: string
   amount: bigint
   kind: CreditKind
@@ -36,7 +36,7 @@ export function checkCredit(input: {
   }
 }
 
-export function checkHold(input: { accountId: string; amount: bigint; floor: bigint; requestId: string; ttlMs: number }): void {
+export function checkHold (input: { accountId: string; amount: bigint; floor: bigint; requestId: string; ttlMs: number }): void {
   checkId('accountId', input.accountId)
   checkAmount('hold amount', input.amount, 0n)
   if (typeof input.floor !== 'bigint' || input.floor < -MAX_LEDGER_AMOUNT || input.floor > MAX_LEDGER_AMOUNT) {
@@ -46,17 +46,17 @@ export function checkHold(input: { accountId: string; amount: bigint; floor: big
   if (!Number.isSafeInteger(input.ttlMs) || input.ttlMs <= 0) throw new RangeError('ttlMs must be a positive integer')
 }
 
-export function checkSettle(input: { holdId: string; amount: bigint; requestId: string }): void {
+export function checkSettle (input: { holdId: string; amount: bigint; requestId: string }): void {
   checkId('holdId', input.holdId)
   checkAmount('settle amount', input.amount, 0n)
   checkId('requestId', input.requestId)
 }
 
 /** A credit retried with the same postingId must be the same credit. */
-export function checkSameCredit(
+export function checkSameCredit (
   postingId: string,
   existing: { accountId: string; amount: bigint; kind: string },
-  input: { accountId: string; amount: bigint; kind: CreditKind },
+  input: { accountId: string; amount: bigint; kind: CreditKind }
 ): void {
   if (existing.accountId !== input.accountId || existing.amount !== input.amount || existing.kind !== input.kind) {
     throw new PostingConflictError(postingId, existing)
@@ -69,30 +69,30 @@ export function checkSameCredit(
  */
 export class PostingConflictError extends RangeError {
   override readonly name = 'PostingConflictError'
-  constructor(readonly postingId: string, existing: { accountId: string; amount: bigint; kind: string }) {
+  constructor (readonly postingId: string, existing: { accountId: string; amount: bigint; kind: string }) {
     super(`postingId ${postingId} was already used for a different posting (${existing.kind} ${existing.amount} on ${existing.accountId})`)
   }
 }
 
-export function parseEntryKind(value: string): EntryKind {
+export function parseEntryKind (value: string): EntryKind {
   if (value === 'topup' || value === 'grant' || value === 'charge' || value === 'adjustment') return value
   throw new Error(`unexpected ledger entry kind in database: ${value}`)
 }
 
 export class UnknownHoldError extends RangeError {
   override readonly name = 'UnknownHoldError'
-  constructor(readonly holdId: string) {
+  constructor (readonly holdId: string) {
     super(`unknown hold ${holdId}`)
   }
 }
 
 export class UnknownAccountError extends RangeError {
   override readonly name = 'UnknownAccountError'
-  constructor(readonly accountId: string) {
+  constructor (readonly accountId: string) {
     super(`unknown account ${accountId}`)
   }
 }
 
-export function checkHoldId(holdId: string): string {
+export function checkHoldId (holdId: string): string {
   return checkId('holdId', holdId)
 }

@@ -47,14 +47,14 @@ const LEDGER_TYPES = {
 
 const FOREIGN_KEY_VIOLATION = '23503'
 
-function pgErrorCode(err: unknown): string | undefined {
+function pgErrorCode (err: unknown): string | undefined {
   const code: unknown = err instanceof Error ? Reflect.get(err, 'code') : undefined
   return typeof code === 'string' ? code : undefined
 }
 
 type Runner = Pool | PoolClient
 
-async function rows<R extends QueryResultRow>(db: Runner, query: QueryConfig): Promise<R[]> {
+async function rows<R extends QueryResultRow> (db: Runner, query: QueryConfig): Promise<R[]> {
   return (await db.query<R>({ ...query, types: LEDGER_TYPES })).rows
 }
 
@@ -88,8 +88,8 @@ interface EntryRow {
   created_at: Date
 }
 
-export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedgerOptions = {}): PgLedger {
-  async function runHolds(items: HoldItem[]): Promise<Array<ItemOutcome<HoldResult>>> {
+export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedgerOptions = {}): PgLedger {
+  async function runHolds (items: HoldItem[]): Promise<Array<ItemOutcome<HoldResult>>> {
     const decided = await rows<{ ord: number; outcome: string }>(pool, {
       name: 'ledger_hold_batch',
       text: HOLD_BATCH,
@@ -114,7 +114,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
     // The batch above is committed: from here on, fail only the items that wait for a wallet.
     try {
       const unknown = new Set(
-        (await rows<{ id: string }>(pool, { text: CREATE_WALLETS, values: [noWallet, ctx.clock.now()] })).map((r) => r.id),
+        (await rows<{ id: string }>(pool, { text: CREATE_WALLETS, values: [noWallet, ctx.clock.now()] })).map((r) => r.id)
       )
       return outcomes.map((o, i) => {
         const accountId = items[i]?.accountId ?? ''
@@ -128,7 +128,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
     }
   }
 
-  async function runCloses(items: CloseItem[]): Promise<Array<ItemOutcome<SettleResult>>> {
+  async function runCloses (items: CloseItem[]): Promise<Array<ItemOutcome<SettleResult>>> {
     const result = await rows<{
       ord: number
       status: string | null
@@ -165,7 +165,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
   // and finds it closed, so it answers duplicate: true.
   const closes = new GroupCommit(runCloses, opts.settles ?? DEFAULT_PG_BATCH, (item) => item.holdId)
 
-  async function inTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+  async function inTransaction<T> (work: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await pool.connect()
     let broken: Error | undefined
     try {
@@ -184,7 +184,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
   }
 
   return {
-    async credit(input) {
+    async credit (input) {
       checkCredit(input)
       const now = ctx.clock.now()
       return inTransaction(async (client) => {
@@ -192,7 +192,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
           await client.query(
             `INSERT INTO wallets (account_id, balance, held, updated_at) VALUES ($1, 0, 0, $2)
              ON CONFLICT (account_id) DO NOTHING`,
-            [input.accountId, now],
+            [input.accountId, now]
           )
         } catch (err) {
           if (pgErrorCode(err) === FOREIGN_KEY_VIOLATION) throw new UnknownAccountError(input.accountId)
@@ -219,25 +219,25 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
       })
     },
 
-    async hold(input) {
+    async hold (input) {
       checkHold(input)
       const expiresAt = new Date(ctx.clock.now().getTime() + input.ttlMs)
       const { accountId, amount, floor, requestId } = input
       return holds.submit({ holdId: ctx.ids('hold'), accountId, amount, floor, requestId, expiresAt })
     },
 
-    async settle(input) {
+    async settle (input) {
       checkSettle(input)
       return closes.submit({ holdId: input.holdId, amount: input.amount, requestId: input.requestId, note: input.note ?? null })
     },
 
-    async release(holdId) {
+    async release (holdId) {
       checkHoldId(holdId)
       const { released, duplicate } = await closes.submit({ holdId, amount: null, requestId: null, note: null })
       return { released, duplicate }
     },
 
-    async reapExpired() {
+    async reapExpired () {
       let total = 0
       for (;;) {
         const [row] = await rows<{ expired: number; due: number }>(pool, {
@@ -250,7 +250,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
       }
     },
 
-    async wallet(accountId) {
+    async wallet (accountId) {
       const [row] = await rows<{ balance: bigint; held: bigint }>(pool, {
         text: 'SELECT balance, held FROM wallets WHERE account_id = $1',
         values: [accountId],
@@ -260,7 +260,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
       return { accountId, balance, held, available: balance - held }
     },
 
-    async entries(accountId, { limit, before }) {
+    async entries (accountId, { limit, before }) {
       const found = await rows<EntryRow>(pool, {
         text: `SELECT * FROM ledger_entries
                WHERE account_id = $1
@@ -282,7 +282,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
       }))
     },
 
-    async openHolds(accountId) {
+    async openHolds (accountId) {
       const found = await rows<{ id: string; amount: bigint; expires_at: Date; request_id: string }>(pool, {
         text: "SELECT id, amount, expires_at, request_id FROM holds WHERE account_id = $1 AND status = 'open' ORDER BY created_at, id",
         values: [accountId],
@@ -290,7 +290,7 @@ export function createPgLedgerStore(pool: Pool, ctx: StoreContext, opts: PgLedge
       return found.map((row) => ({ id: row.id, amount: row.amount, expiresAt: row.expires_at, requestId: row.request_id }))
     },
 
-    async close() {
+    async close () {
       await Promise.all([holds.close(), closes.close()])
     },
   }

@@ -60,7 +60,7 @@ interface EntryRow {
 }
 
 /** Runs a wallet insert; a missing account is the caller's mistake, named as such. */
-function creatingWallet<T>(accountId: string, insert: () => T): T {
+function creatingWallet<T> (accountId: string, insert: () => T): T {
   try {
     return insert()
   } catch (err) {
@@ -70,7 +70,7 @@ function creatingWallet<T>(accountId: string, insert: () => T): T {
   }
 }
 
-function toEntry(row: EntryRow): LedgerEntry {
+function toEntry (row: EntryRow): LedgerEntry {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -85,10 +85,10 @@ function toEntry(row: EntryRow): LedgerEntry {
   }
 }
 
-export function createSqliteLedgerStore(db: Database, ctx: StoreContext): LedgerStore & { close(): Promise<void> } {
+export function createSqliteLedgerStore (db: Database, ctx: StoreContext): LedgerStore & { close(): Promise<void> } {
   const walletOf = db.prepare<[string], WalletRow>('SELECT balance, held FROM wallets WHERE account_id = ?')
   const ensureWallet = db.prepare<[string, number]>(
-    'INSERT INTO wallets (account_id, balance, held, updated_at) VALUES (?, 0, 0, ?) ON CONFLICT (account_id) DO NOTHING',
+    'INSERT INTO wallets (account_id, balance, held, updated_at) VALUES (?, 0, 0, ?) ON CONFLICT (account_id) DO NOTHING'
   )
   const insertEntry = db.prepare<[string, string, bigint, string, string, string | null, string | null, string | null, bigint | null, number]>(
     `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, overage, created_at)
@@ -96,15 +96,15 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
   )
   const entryByPosting = db.prepare<[string], EntryRow>('SELECT * FROM ledger_entries WHERE posting_id = ?')
   const addBalance = db.prepare<[bigint, number, string], WalletRow>(
-    'UPDATE wallets SET balance = balance + ?, updated_at = ? WHERE account_id = ? RETURNING balance, held',
+    'UPDATE wallets SET balance = balance + ?, updated_at = ? WHERE account_id = ? RETURNING balance, held'
   )
   const insertHold = db.prepare<[string, string, bigint, string, number, number]>(
     `INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at)
-     VALUES (?, ?, ?, 'open', ?, ?, ?)`,
+     VALUES (?, ?, ?, 'open', ?, ?, ?)`
   )
   const holdById = db.prepare<[string], HoldRow>('SELECT * FROM holds WHERE id = ?')
   const closeHold = db.prepare<[string, number, bigint | null, string]>(
-    "UPDATE holds SET status = ?, settled_at = ?, posted_amount = ? WHERE id = ? AND status = 'open'",
+    "UPDATE holds SET status = ?, settled_at = ?, posted_amount = ? WHERE id = ? AND status = 'open'"
   )
   const closeOpen = db.prepare<{ amount: bigint | null, now: number, id: string }, ClosedRow>(
     `UPDATE holds SET
@@ -112,24 +112,24 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
        settled_at = @now,
        posted_amount = CASE WHEN @amount IS NULL OR expires_at <= @now THEN NULL ELSE MIN(@amount, amount) END
      WHERE id = @id AND status = 'open'
-     RETURNING account_id, amount, status, posted_amount`,
+     RETURNING account_id, amount, status, posted_amount`
   )
   const moveHeld = db.prepare<[bigint, bigint, number, string]>(
-    'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?',
+    'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?'
   )
   const setWallet = db.prepare<[bigint, bigint, number, string]>(
-    'UPDATE wallets SET balance = ?, held = ?, updated_at = ? WHERE account_id = ?',
+    'UPDATE wallets SET balance = ?, held = ?, updated_at = ? WHERE account_id = ?'
   )
   const dueHolds = db.prepare<[number], HoldRow>(
-    "SELECT * FROM holds WHERE status = 'open' AND expires_at <= ? ORDER BY expires_at",
+    "SELECT * FROM holds WHERE status = 'open' AND expires_at <= ? ORDER BY expires_at"
   )
   const page = db.prepare<[string, string | null, string | null, number], EntryRow>(
     `SELECT * FROM ledger_entries
      WHERE account_id = ? AND (? IS NULL OR (created_at, id) < (SELECT created_at, id FROM ledger_entries WHERE id = ?))
-     ORDER BY created_at DESC, id DESC LIMIT ?`,
+     ORDER BY created_at DESC, id DESC LIMIT ?`
   )
   const openOf = db.prepare<[string], HoldRow>(
-    "SELECT * FROM holds WHERE account_id = ? AND status = 'open' ORDER BY created_at, id",
+    "SELECT * FROM holds WHERE account_id = ? AND status = 'open' ORDER BY created_at, id"
   )
 
   const credit = db.transaction(
@@ -147,7 +147,7 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
       const wallet = addBalance.get(input.amount, now, input.accountId)
       if (!wallet) throw new Error('wallet vanished during credit')
       return { balance: wallet.balance, duplicate: false }
-    },
+    }
   )
 
   // The bodies of a hold and a close. Their only expected failures (UnknownAccountError,
@@ -251,18 +251,18 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
   })
   const batches = new GroupCommit<SqliteOp, boolean | SettleResult>(
     async (ops) => runBatch.immediate(ops),
-    { maxBatch: 500, maxInFlight: 1, schedule: 'immediate' },
+    { maxBatch: 500, maxInFlight: 1, schedule: 'immediate' }
   )
 
   const now = (): number => ctx.clock.now().getTime()
 
   return {
-    async credit(input) {
+    async credit (input) {
       checkCredit(input)
       return credit.immediate(input, now())
     },
 
-    async hold(input) {
+    async hold (input) {
       checkHold(input)
       const at = now()
       const holdId = ctx.ids('hold')
@@ -270,38 +270,38 @@ export function createSqliteLedgerStore(db: Database, ctx: StoreContext): Ledger
       return { ok: true, holdId, expiresAt: new Date(at + input.ttlMs) }
     },
 
-    async settle(input) {
+    async settle (input) {
       checkSettle(input)
       return await batches.submit({ kind: 'close', holdId: input.holdId, amount: input.amount, requestId: input.requestId, note: input.note ?? null, at: now() }) as SettleResult
     },
 
-    async release(holdId) {
+    async release (holdId) {
       checkHoldId(holdId)
       const { released, duplicate } = await batches.submit({ kind: 'close', holdId, amount: null, requestId: null, note: null, at: now() }) as SettleResult
       return { released, duplicate }
     },
 
-    async reapExpired() {
+    async reapExpired () {
       return reap.immediate(now())
     },
 
-    async wallet(accountId) {
+    async wallet (accountId) {
       const row = walletOf.get(accountId)
       const balance = row?.balance ?? 0n
       const held = row?.held ?? 0n
       return { accountId, balance, held, available: balance - held }
     },
 
-    async entries(accountId, { limit, before }) {
+    async entries (accountId, { limit, before }) {
       return page.all(accountId, before ?? null, before ?? null, checkLimit(limit)).map(toEntry)
     },
 
     /** Answers every queued hold and settle before the database closes. */
-    async close() {
+    async close () {
       await batches.close()
     },
 
-    async openHolds(accountId) {
+    async openHolds (accountId) {
       return openOf.all(accountId).map((row) => ({
         id: row.id,
         amount: row.amount,

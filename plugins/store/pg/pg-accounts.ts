@@ -12,7 +12,7 @@ interface AccountRow {
   created_at: Date
 }
 
-function toAccount(row: AccountRow): Account {
+function toAccount (row: AccountRow): Account {
   return {
     id: row.id,
     name: row.name,
@@ -23,50 +23,50 @@ function toAccount(row: AccountRow): Account {
   }
 }
 
-export function createPgAccountStore(pool: Pool, ctx: StoreContext): AccountStore {
-  async function one(sql: string, params: unknown[]): Promise<AccountRow | undefined> {
+export function createPgAccountStore (pool: Pool, ctx: StoreContext): AccountStore {
+  async function one (sql: string, params: unknown[]): Promise<AccountRow | undefined> {
     const { rows } = await pool.query<AccountRow>(sql, params)
     return rows[0]
   }
 
   return {
-    async create({ name, tier }) {
+    async create ({ name, tier }) {
       const row = await one(
         `INSERT INTO accounts (id, name, status, tier, topped_up, created_at)
          VALUES ($1, $2, 'active', $3, FALSE, $4) RETURNING *`,
-        [ctx.ids('acct'), name, tier ?? ctx.defaultTier, ctx.clock.now()],
+        [ctx.ids('acct'), name, tier ?? ctx.defaultTier, ctx.clock.now()]
       )
       if (!row) throw new Error('account insert returned no row')
       return toAccount(row)
     },
 
-    async get(id) {
+    async get (id) {
       const row = await one('SELECT * FROM accounts WHERE id = $1', [id])
       return row ? toAccount(row) : null
     },
 
-    async list({ limit, after }) {
+    async list ({ limit, after }) {
       const { rows } = await pool.query<AccountRow>(
         `SELECT * FROM accounts
          WHERE $1::text IS NULL OR (created_at, id) > (SELECT created_at, id FROM accounts WHERE id = $1)
          ORDER BY created_at, id LIMIT $2`,
-        [after ?? null, checkLimit(limit)],
+        [after ?? null, checkLimit(limit)]
       )
       return rows.map(toAccount)
     },
 
-    async update(id, changes) {
+    async update (id, changes) {
       const row = await one(
         `UPDATE accounts SET name = COALESCE($1, name), status = COALESCE($2, status), tier = COALESCE($3, tier)
          WHERE id = $4 RETURNING *`,
-        [changes.name ?? null, changes.status ?? null, changes.tier ?? null, id],
+        [changes.name ?? null, changes.status ?? null, changes.tier ?? null, id]
       )
       if (!row) return { ok: false, error: 'not_found' }
       await ctx.publish({ kind: 'account', id })
       return { ok: true, value: toAccount(row) }
     },
 
-    async markToppedUp(id) {
+    async markToppedUp (id) {
       const changed = await one('UPDATE accounts SET topped_up = TRUE WHERE id = $1 AND NOT topped_up RETURNING *', [id])
       if (changed) {
         await ctx.publish({ kind: 'account', id })

@@ -30,7 +30,7 @@ interface KeyRow {
 
 const big = (value: string | null): bigint | null => (value === null ? null : BigInt(value))
 
-function toRecord(row: KeyRow): ApiKeyRecord {
+function toRecord (row: KeyRow): ApiKeyRecord {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -52,7 +52,7 @@ function toRecord(row: KeyRow): ApiKeyRecord {
   }
 }
 
-function pgErrorCode(err: unknown): string | undefined {
+function pgErrorCode (err: unknown): string | undefined {
   const code: unknown = err instanceof Error ? Reflect.get(err, 'code') : undefined
   return typeof code === 'string' ? code : undefined
 }
@@ -60,18 +60,18 @@ function pgErrorCode(err: unknown): string | undefined {
 const FOREIGN_KEY_VIOLATION = '23503'
 const UNIQUE_VIOLATION = '23505'
 
-export function createPgKeyStore(pool: Pool, ctx: StoreContext): KeyStore {
-  async function one(sql: string, params: unknown[]): Promise<KeyRow | undefined> {
+export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
+  async function one (sql: string, params: unknown[]): Promise<KeyRow | undefined> {
     const { rows } = await pool.query<KeyRow>(sql, params)
     return rows[0]
   }
 
-  async function insertRow(
+  async function insertRow (
     id: string,
     accountId: string,
     fields: KeyFields,
     material: { prefix: string; lookupHash: string; sealed: string | null },
-    legacy: boolean,
+    legacy: boolean
   ): Promise<KeyRow> {
     const columns = ['id', 'account_id', 'prefix', 'lookup_hash', 'sealed_key', 'legacy', 'created_at']
     const values: unknown[] = [id, accountId, material.prefix, material.lookupHash, material.sealed, legacy, ctx.clock.now()]
@@ -86,7 +86,7 @@ export function createPgKeyStore(pool: Pool, ctx: StoreContext): KeyStore {
   }
 
   return {
-    async create(input) {
+    async create (input) {
       const id = ctx.ids('key')
       const material = newKeyMaterial(ctx, id)
       try {
@@ -98,20 +98,20 @@ export function createPgKeyStore(pool: Pool, ctx: StoreContext): KeyStore {
       }
     },
 
-    async get(id) {
+    async get (id) {
       const row = await one('SELECT * FROM api_keys WHERE id = $1', [id])
       return row ? toRecord(row) : null
     },
 
-    async listByAccount(accountId) {
+    async listByAccount (accountId) {
       const { rows } = await pool.query<KeyRow>(
         'SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id',
-        [accountId],
+        [accountId]
       )
       return rows.map(toRecord)
     },
 
-    async update(id, patch) {
+    async update (id, patch) {
       const entries = patchEntries(patch)
       if (entries.length === 0) {
         const row = await one('SELECT * FROM api_keys WHERE id = $1', [id])
@@ -122,7 +122,7 @@ export function createPgKeyStore(pool: Pool, ctx: StoreContext): KeyStore {
       const sets = entries.map(([field], i) => `${KEY_COLUMNS[field]} = $${i + 1}`).join(', ')
       const row = await one(
         `UPDATE api_keys SET ${sets} WHERE id = $${entries.length + 1} AND revoked_at IS NULL RETURNING *`,
-        [...entries.map(([, value]) => value), id],
+        [...entries.map(([, value]) => value), id]
       )
       if (!row) {
         const exists = await one('SELECT * FROM api_keys WHERE id = $1', [id])
@@ -132,22 +132,22 @@ export function createPgKeyStore(pool: Pool, ctx: StoreContext): KeyStore {
       return { ok: true, value: toRecord(row) }
     },
 
-    async revoke(id) {
+    async revoke (id) {
       const row = await one(
         'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1), sealed_key = NULL WHERE id = $2 RETURNING *',
-        [ctx.clock.now(), id],
+        [ctx.clock.now(), id]
       )
       if (!row) return { ok: false, error: 'not_found' }
       await ctx.publish({ kind: 'key', id })
       return { ok: true, value: toRecord(row) }
     },
 
-    async findByLookupHash(hash) {
+    async findByLookupHash (hash) {
       const row = await one('SELECT * FROM api_keys WHERE lookup_hash = $1', [hash])
       return row && safeEqualHex(row.lookup_hash, hash) ? toRecord(row) : null
     },
 
-    async reveal(id) {
+    async reveal (id) {
       const row = await one('SELECT * FROM api_keys WHERE id = $1', [id])
       if (!row) return { ok: false, error: 'not_found' }
       if (row.revoked_at !== null) return { ok: false, error: 'revoked' }
@@ -155,7 +155,7 @@ export function createPgKeyStore(pool: Pool, ctx: StoreContext): KeyStore {
       return { ok: true, value: openKey(ctx.secret, row.id, row.sealed_key) }
     },
 
-    async importLegacy(accountId, plaintext, fields) {
+    async importLegacy (accountId, plaintext, fields) {
       if (!isLegacyKey(plaintext)) return { ok: false, error: 'invalid_key' }
       const material = { prefix: displayPrefix(plaintext), lookupHash: lookupHash(ctx.secret, plaintext), sealed: null }
       try {

@@ -8,7 +8,7 @@ import { type Migration, migrationChecksum, pendingMigrations } from '../migrate
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
 /** Same schema → same lock; different schemas (parallel test files) do not wait on each other. */
-export function migrationLockKey(schema: string | undefined): string {
+export function migrationLockKey (schema: string | undefined): string {
   const digest = createHash('sha256').update(`model-gateway:migrations:${schema ?? ''}`).digest()
   return digest.readBigInt64BE(0).toString()
 }
@@ -20,10 +20,10 @@ interface AppliedRow {
 }
 
 /** Applies pending migrations; returns the versions applied by this call. */
-export async function runPgMigrations(
+export async function runPgMigrations (
   pool: Pool,
   migrations: readonly Migration[],
-  schema: string | undefined,
+  schema: string | undefined
 ): Promise<number[]> {
   const client = await pool.connect()
   let broken: Error | undefined
@@ -44,10 +44,10 @@ export async function runPgMigrations(
   }
 }
 
-async function migrateLocked(
+async function migrateLocked (
   client: PoolClient,
   migrations: readonly Migration[],
-  schema: string | undefined,
+  schema: string | undefined
 ): Promise<number[]> {
   if (schema !== undefined) {
     // Inside the lock: concurrent CREATE SCHEMA IF NOT EXISTS can still collide.

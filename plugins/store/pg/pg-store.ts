@@ -29,7 +29,7 @@ export interface OpenPgOptions {
   onPoolError?: ((err: Error) => void) | undefined
 }
 
-export async function openPg(opts: OpenPgOptions, ctx: StoreContext): Promise<PgParts> {
+export async function openPg (opts: OpenPgOptions, ctx: StoreContext): Promise<PgParts> {
   const { schema } = opts
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new RangeError(`schema must match ${SCHEMA_NAME} (got ${JSON.stringify(schema)})`)

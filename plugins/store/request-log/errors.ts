@@ -15,7 +15,7 @@ export class RequestLogError extends Error {
   /** True when the rows handed to onError with this error will never be stored. */
   readonly dropped: boolean
 
-  constructor(code: RequestLogErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor (code: RequestLogErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options)
     this.code = code
     this.dropped = code !== 'FLUSH_FAILED'
@@ -25,7 +25,7 @@ export class RequestLogError extends Error {
 /** A `before` cursor that no list() returned: a caller mistake, told apart by class. */
 export class InvalidCursorError extends RangeError {
   override readonly name = 'InvalidCursorError'
-  constructor() {
+  constructor () {
     super('invalid request log cursor')
   }
 }

@@ -66,7 +66,7 @@ const INSERT = `INSERT INTO request_log (${COLUMNS.map(([c]) => c).join(', ')})
 
 const big = (value: string | null): bigint | null => (value === null ? null : BigInt(value))
 
-function decode(row: Row): RequestLogRow {
+function decode (row: Row): RequestLogRow {
   return {
     requestId: row.request_id,
     accountId: row.account_id,
@@ -94,19 +94,19 @@ function decode(row: Row): RequestLogRow {
   }
 }
 
-export function createPgRequestLogStore(pool: Pool): RequestLogStore {
+export function createPgRequestLogStore (pool: Pool): RequestLogStore {
   return {
-    async insertMany(rows) {
+    async insertMany (rows) {
       assertRequestLogRows(rows)
       if (rows.length === 0) return
       const unique = firstOfEachId(rows)
       await pool.query(
         INSERT,
-        COLUMNS.map(([, , value]) => unique.map(value)),
+        COLUMNS.map(([, , value]) => unique.map(value))
       )
     },
 
-    async list(q): Promise<RequestLogPage> {
+    async list (q): Promise<RequestLogPage> {
       const limit = checkLimit(q.limit)
       const where: string[] = []
       const params: unknown[] = []
@@ -124,14 +124,14 @@ export function createPgRequestLogStore(pool: Pool): RequestLogStore {
       const { rows: found } = await pool.query<Row>(
         `SELECT * FROM request_log ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}
          ORDER BY created_at DESC, request_id DESC LIMIT ${param(limit + 1)}`,
-        params,
+        params
       )
       const rows = found.slice(0, limit).map(decode)
       const last = rows.at(-1)
       return { rows, nextBefore: found.length > limit && last ? encodeCursor(last) : null }
     },
 
-    async get(requestId) {
+    async get (requestId) {
       const { rows } = await pool.query<Row>('SELECT * FROM request_log WHERE request_id = $1', [requestId])
       const row = rows[0]
       return row ? decode(row) : null

@@ -7,15 +7,15 @@ export class RowQueue<T> {
   #items: Array<T | undefined> = []
   #head = 0
 
-  get length(): number {
+  get length (): number {
     return this.#items.length - this.#head
   }
 
-  push(item: T): void {
+  push (item: T): void {
     this.#items.push(item)
   }
 
-  shift(): T | undefined {
+  shift (): T | undefined {
     if (this.length === 0) return undefined
     const item = this.#items[this.#head]
     this.#items[this.#head] = undefined
@@ -25,7 +25,7 @@ export class RowQueue<T> {
   }
 
   /** Removes and returns up to `n` items from the front. */
-  take(n: number): T[] {
+  take (n: number): T[] {
     const end = Math.min(this.#items.length, this.#head + n)
     const out = this.#items.slice(this.#head, end) as T[]
     this.#items.fill(undefined, this.#head, end)
@@ -34,12 +34,12 @@ export class RowQueue<T> {
     return out
   }
 
-  takeAll(): T[] {
+  takeAll (): T[] {
     return this.take(this.length)
   }
 
   /** Puts `items` back at the front, in order (a batch whose insert failed). */
-  unshiftAll(items: readonly T[]): void {
+  unshiftAll (items: readonly T[]): void {
     if (items.length === 0) return
     if (this.#head >= items.length) {
       this.#head -= items.length
@@ -50,7 +50,7 @@ export class RowQueue<T> {
     this.#head = 0
   }
 
-  #compact(): void {
+  #compact (): void {
     if (this.#head === this.#items.length) {
       this.#items = []
       this.#head = 0

@@ -56,7 +56,7 @@ const insertSql = (rows: number): string => {
 const bit = (value: boolean | null): number | null => (value === null ? null : value ? 1 : 0)
 
 /** Appends the row's column values to `out`, in COLUMNS order. */
-function encode(row: RequestLogRow, out: SqlValue[]): void {
+function encode (row: RequestLogRow, out: SqlValue[]): void {
   // Field by field: whatever else the caller's object carries is never stored.
   out.push(
     row.requestId,
@@ -81,11 +81,11 @@ function encode(row: RequestLogRow, out: SqlValue[]): void {
     row.overheadMs,
     row.upstreamMs,
     row.totalMs,
-    row.createdAt.getTime(),
+    row.createdAt.getTime()
   )
 }
 
-function decode(row: Row): RequestLogRow {
+function decode (row: Row): RequestLogRow {
   return {
     requestId: row.request_id,
     accountId: row.account_id,
@@ -113,7 +113,7 @@ function decode(row: Row): RequestLogRow {
   }
 }
 
-export function createSqliteRequestLogStore(db: Database): RequestLogStore {
+export function createSqliteRequestLogStore (db: Database): RequestLogStore {
   // One statement per row count, prepared when first needed (at most ROWS_PER_STATEMENT).
   const inserts = new Map<number, Statement<[SqlValue[]]>>()
   const insertStatement = (rows: number): Statement<[SqlValue[]]> => {
@@ -134,7 +134,7 @@ export function createSqliteRequestLogStore(db: Database): RequestLogStore {
   // SQLite from choosing the (account_id, created_at, request_id) index.
   const pages = new Map<string, Statement<Record<string, SqlValue>, Row>>()
 
-  function pageStatement(q: RequestLogQuery): Statement<Record<string, SqlValue>, Row> {
+  function pageStatement (q: RequestLogQuery): Statement<Record<string, SqlValue>, Row> {
     const where: string[] = []
     if (q.accountId !== undefined) where.push('account_id = @account_id')
     if (q.from !== undefined) where.push('created_at >= @from')
@@ -145,7 +145,7 @@ export function createSqliteRequestLogStore(db: Database): RequestLogStore {
     if (!statement) {
       statement = db.prepare<Record<string, SqlValue>, Row>(
         `SELECT * FROM request_log ${key === '' ? '' : `WHERE ${key}`}
-         ORDER BY created_at DESC, request_id DESC LIMIT @limit`,
+         ORDER BY created_at DESC, request_id DESC LIMIT @limit`
       )
       pages.set(key, statement)
     }
@@ -153,12 +153,12 @@ export function createSqliteRequestLogStore(db: Database): RequestLogStore {
   }
 
   return {
-    async insertMany(rows) {
+    async insertMany (rows) {
       assertRequestLogRows(rows)
       if (rows.length > 0) insertAll(firstOfEachId(rows))
     },
 
-    async list(q): Promise<RequestLogPage> {
+    async list (q): Promise<RequestLogPage> {
       const limit = checkLimit(q.limit)
       const params: Record<string, SqlValue> = { limit: limit + 1 }
       if (q.accountId !== undefined) params['account_id'] = q.accountId
@@ -175,7 +175,7 @@ export function createSqliteRequestLogStore(db: Database): RequestLogStore {
       return { rows, nextBefore: found.length > limit && last ? encodeCursor(last) : null }
     },
 
-    async get(requestId) {
+    async get (requestId) {
       const row = byId.get(requestId)
       return row ? decode(row) : null
     },

@@ -22,7 +22,7 @@ const INTEGER_UNITS = [
 ] as const satisfies ReadonlyArray<keyof RequestUsage>
 
 /** A plaintext key in the keyId column is a caller bug that would leak the key. */
-export function looksLikeKey(value: string): boolean {
+export function looksLikeKey (value: string): boolean {
   return value.startsWith(KEY_PREFIX) || value.startsWith(LEGACY_KEY_PREFIX)
 }
 
@@ -31,7 +31,7 @@ const isOptText = (v: unknown): boolean => v === null || typeof v === 'string'
 const isMs = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0
 const isMoney = (v: unknown): boolean => v === null || (typeof v === 'bigint' && v >= 0n && v <= INT64_MAX)
 
-function usageProblem(usage: RequestUsage): string | null {
+function usageProblem (usage: RequestUsage): string | null {
   if (typeof usage !== 'object') return 'usage must be an object or null'
   for (const unit of INTEGER_UNITS) {
     const v = usage[unit]
@@ -42,7 +42,7 @@ function usageProblem(usage: RequestUsage): string | null {
 }
 
 /** What is wrong with the row, or null when both backends can store it as given. */
-export function checkRequestLogRow(row: RequestLogRow): string | null {
+export function checkRequestLogRow (row: RequestLogRow): string | null {
   if (typeof row !== 'object' || row === null) return 'row must be an object'
   if (!isText(row.requestId) || row.requestId === '' || row.requestId.includes('\u0000')) {
     return 'requestId must be a non-empty string without NUL'
@@ -77,7 +77,7 @@ export function checkRequestLogRow(row: RequestLogRow): string | null {
 }
 
 /** Throws a RangeError naming the first malformed row. */
-export function assertRequestLogRows(rows: readonly RequestLogRow[]): void {
+export function assertRequestLogRows (rows: readonly RequestLogRow[]): void {
   for (const row of rows) {
     const problem = checkRequestLogRow(row)
     if (problem) {

@@ -44,18 +44,18 @@ export interface RequestLogWriterOptions {
 const EMPTY: readonly RequestLogRow[] = []
 const noop = (): void => {}
 
-function positiveInteger(name: string, value: number): number {
+function positiveInteger (name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`)
   return value
 }
 
-function milliseconds(name: string, value: number): number {
+function milliseconds (name: string, value: number): number {
   if (!Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a finite number >= 0`)
   return value
 }
 
 /** Rows handed to onError never carry something that looks like a plaintext key. */
-function redacted(row: RequestLogRow): RequestLogRow {
+function redacted (row: RequestLogRow): RequestLogRow {
   return typeof row?.keyId === 'string' && looksLikeKey(row.keyId) ? { ...row, keyId: null } : row
 }
 
@@ -84,7 +84,7 @@ export class RequestLogWriter {
   #state: 'open' | 'closing' | 'closed' = 'open'
   #closing: Promise<void> | null = null
 
-  constructor(store: RequestLogStore, opts: RequestLogWriterOptions) {
+  constructor (store: RequestLogStore, opts: RequestLogWriterOptions) {
     if (typeof opts?.onError !== 'function') throw new TypeError('onError must be a function')
     this.#store = store
     this.#maxBatch = positiveInteger('maxBatch', opts.maxBatch ?? 500)
@@ -100,12 +100,12 @@ export class RequestLogWriter {
   }
 
   /** Rows accepted and not yet stored or dropped (queued + in flight). */
-  get pending(): number {
+  get pending (): number {
     return this.#queue.length + this.#batch.length
   }
 
   /** Queues the row; synchronous, O(1), never waits for the database. The writer owns the row from here. */
-  write(row: RequestLogRow): void {
+  write (row: RequestLogRow): void {
     if (this.#state === 'closed') {
       this.#report(new RequestLogError('WRITER_CLOSED', 'request log writer is closed; row not stored'), [redacted(row)])
       return
@@ -128,7 +128,7 @@ export class RequestLogWriter {
    * Writes every row pending at the call, waiting for the insert in flight first.
    * Rejects with the first failed insert it sees (those rows stay queued for the retry).
    */
-  async flush(): Promise<void> {
+  async flush (): Promise<void> {
     let rounds = (this.#flight ? 1 : 0) + Math.ceil(this.#queue.length / this.#maxBatch)
     while (rounds > 0) {
       rounds -= 1
@@ -145,12 +145,12 @@ export class RequestLogWriter {
    * hands the rest to onError (CLOSE_TIMEOUT). Call it after the server stopped taking
    * requests; rows written after it resolved are refused (WRITER_CLOSED). Idempotent.
    */
-  close(): Promise<void> {
+  close (): Promise<void> {
     this.#closing ??= this.#drain()
     return this.#closing
   }
 
-  async #drain(): Promise<void> {
+  async #drain (): Promise<void> {
     this.#state = 'closing'
     this.#disarm()
     let expired = false
@@ -162,7 +162,9 @@ export class RequestLogWriter {
       }, this.#closeTimeoutMs)
     })
     try {
-      while (!expired) {
+      // `expired` is set by the deadline timer while this loop awaits.
+      for (;;) {
+        if (expired) break
         const flight = this.#flight ?? (this.#queue.length > 0 ? this.#fly() : null)
         if (flight === null) break
         const error = await Promise.race([flight, expiry])
@@ -176,13 +178,13 @@ export class RequestLogWriter {
       if (left.length > 0) {
         this.#report(
           new RequestLogError('CLOSE_TIMEOUT', `request log close gave up after ${this.#closeTimeoutMs} ms; ${left.length} rows not stored`),
-          left,
+          left
         )
       }
     }
   }
 
-  async #sleep(ms: number, expiry: Promise<null>): Promise<void> {
+  async #sleep (ms: number, expiry: Promise<null>): Promise<void> {
     let handle: unknown
     const slept = new Promise<null>((resolve) => {
       handle = this.#timers.setTimeout(() => resolve(null), ms)
@@ -192,7 +194,7 @@ export class RequestLogWriter {
   }
 
   /** Starts inserting the next batch; precondition: nothing in flight, queue not empty. */
-  #fly(): Promise<Error | null> {
+  #fly (): Promise<Error | null> {
     this.#disarm()
     const batch = this.#queue.take(this.#maxBatch)
     this.#batch = batch
@@ -202,11 +204,12 @@ export class RequestLogWriter {
       settle = resolve
     })
     this.#flight = flight
-    void this.#insert(batch, settle)
+    // Not awaited here: its outcome reaches callers through `flight`.
+    this.#insert(batch, settle)
     return flight
   }
 
-  async #insert(batch: readonly RequestLogRow[], settle: (error: Error | null) => void): Promise<void> {
+  async #insert (batch: readonly RequestLogRow[], settle: (error: Error | null) => void): Promise<void> {
     let error: RequestLogError | null = null
     try {
       await this.#store.insertMany(batch)
@@ -223,7 +226,7 @@ export class RequestLogWriter {
           'FLUSH_FAILED',
           `request log insert of ${batch.length} rows failed (attempt ${this.#failures}), ` +
             `retrying in ${this.#retryDelay()} ms: ${reason}`,
-          { cause },
+          { cause }
         )
       }
       this.#report(error, batch)
@@ -236,18 +239,18 @@ export class RequestLogWriter {
     }
   }
 
-  #retryDelay(): number {
+  #retryDelay (): number {
     return Math.min(this.#retryMaxMs, this.#retryBaseMs * 2 ** Math.max(0, this.#failures - 1))
   }
 
   /** Arms the timer for the next flush; close() drives flushes itself. */
-  #schedule(): void {
+  #schedule (): void {
     if (this.#flight !== null || this.#state !== 'open' || this.#queue.length === 0) return
     if (this.#failures > 0) this.#arm(this.#retryDelay())
     else this.#arm(this.#queue.length >= this.#maxBatch ? 0 : this.#flushIntervalMs)
   }
 
-  #arm(delay: number): void {
+  #arm (delay: number): void {
     if (this.#timerArmed) {
       // Only a full batch pulls an armed flush earlier; the cheap path for every write.
       if (delay >= this.#timerDelay) return
@@ -258,37 +261,37 @@ export class RequestLogWriter {
     this.#timer = this.#timers.setTimeout(() => this.#onTimer(), delay)
   }
 
-  #disarm(): void {
+  #disarm (): void {
     if (!this.#timerArmed) return
     this.#timers.clearTimeout(this.#timer)
     this.#timerArmed = false
     this.#timer = undefined
   }
 
-  #onTimer(): void {
+  #onTimer (): void {
     this.#timerArmed = false
     this.#timer = undefined
     this.#reportDropped()
     // A timer-driven insert reports its failure through onError; nobody awaits it.
-    if (this.#flight === null && this.#state === 'open' && this.#queue.length > 0) void this.#fly()
+    if (this.#flight === null && this.#state === 'open' && this.#queue.length > 0) this.#fly()
   }
 
-  #drop(row: RequestLogRow): void {
+  #drop (row: RequestLogRow): void {
     this.#dropped.push(row)
     if (this.#dropped.length >= this.#maxBatch) this.#reportDropped()
   }
 
-  #reportDropped(): void {
+  #reportDropped (): void {
     if (this.#dropped.length === 0) return
     const rows = this.#dropped
     this.#dropped = []
     this.#report(
       new RequestLogError('QUEUE_FULL', `request log queue full (maxQueue ${this.#maxQueue}); dropped the ${rows.length} oldest rows`),
-      rows,
+      rows
     )
   }
 
-  #report(err: RequestLogError, rows: readonly RequestLogRow[]): void {
+  #report (err: RequestLogError, rows: readonly RequestLogRow[]): void {
     try {
       this.#onError(err, rows)
     } catch (thrown) {

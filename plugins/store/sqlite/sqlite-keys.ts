@@ -31,7 +31,7 @@ type SqlValue = string | number | bigint | null
 
 const date = (ms: bigint | null): Date | null => (ms === null ? null : new Date(Number(ms)))
 
-function stringList(json: string): string[] {
+function stringList (json: string): string[] {
   const parsed: unknown = JSON.parse(json)
   if (!Array.isArray(parsed) || !parsed.every((v) => typeof v === 'string')) {
     throw new Error('api_keys list column does not hold a JSON array of strings')
@@ -39,7 +39,7 @@ function stringList(json: string): string[] {
   return parsed
 }
 
-function toRecord(row: KeyRow): ApiKeyRecord {
+function toRecord (row: KeyRow): ApiKeyRecord {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -61,7 +61,7 @@ function toRecord(row: KeyRow): ApiKeyRecord {
   }
 }
 
-function encode(value: KeyFields[keyof KeyFields]): SqlValue {
+function encode (value: KeyFields[keyof KeyFields]): SqlValue {
   if (value === null || typeof value === 'string' || typeof value === 'bigint' || typeof value === 'number') {
     return value
   }
@@ -70,7 +70,7 @@ function encode(value: KeyFields[keyof KeyFields]): SqlValue {
   return JSON.stringify(value)
 }
 
-function constraintCode(err: unknown): string | undefined {
+function constraintCode (err: unknown): string | undefined {
   return err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : undefined
 }
 
@@ -81,23 +81,23 @@ const INSERT = `INSERT INTO api_keys (id, account_id, name, prefix, lookup_hash,
   @active, @timezone, @quota, @daily_spend_cap, @monthly_spend_cap, @daily_image_cap, @tags,
   @rate_limit_policy, @legacy, @created_at) RETURNING *`
 
-export function createSqliteKeyStore(db: Database, ctx: StoreContext): KeyStore {
+export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore {
   const insert = db.prepare<[Record<string, SqlValue>], KeyRow>(INSERT)
   const byId = db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?')
   const byAccount = db.prepare<[string], KeyRow>(
-    'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id',
+    'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id'
   )
   const byHash = db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE lookup_hash = ?')
   const revoke = db.prepare<[number, string], KeyRow>(
-    'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?), sealed_key = NULL WHERE id = ? RETURNING *',
+    'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?), sealed_key = NULL WHERE id = ? RETURNING *'
   )
 
-  function insertRow(
+  function insertRow (
     id: string,
     accountId: string,
     fields: KeyFields,
     material: { prefix: string; lookupHash: string; sealed: string | null },
-    legacy: boolean,
+    legacy: boolean
   ): KeyRow {
     const params: Record<string, SqlValue> = {
       id,
@@ -115,7 +115,7 @@ export function createSqliteKeyStore(db: Database, ctx: StoreContext): KeyStore 
   }
 
   return {
-    async create(input) {
+    async create (input) {
       const id = ctx.ids('key')
       const material = newKeyMaterial(ctx, id)
       try {
@@ -127,16 +127,16 @@ export function createSqliteKeyStore(db: Database, ctx: StoreContext): KeyStore 
       }
     },
 
-    async get(id) {
+    async get (id) {
       const row = byId.get(id)
       return row ? toRecord(row) : null
     },
 
-    async listByAccount(accountId) {
+    async listByAccount (accountId) {
       return byAccount.all(accountId).map(toRecord)
     },
 
-    async update(id, patch) {
+    async update (id, patch) {
       const entries = patchEntries(patch)
       if (entries.length === 0) {
         const row = byId.get(id)
@@ -153,19 +153,19 @@ export function createSqliteKeyStore(db: Database, ctx: StoreContext): KeyStore 
       return { ok: true, value: toRecord(row) }
     },
 
-    async revoke(id) {
+    async revoke (id) {
       const row = revoke.get(ctx.clock.now().getTime(), id)
       if (!row) return { ok: false, error: 'not_found' }
       await ctx.publish({ kind: 'key', id })
       return { ok: true, value: toRecord(row) }
     },
 
-    async findByLookupHash(hash) {
+    async findByLookupHash (hash) {
       const row = byHash.get(hash)
       return row && safeEqualHex(row.lookup_hash, hash) ? toRecord(row) : null
     },
 
-    async reveal(id) {
+    async reveal (id) {
       const row = byId.get(id)
       if (!row) return { ok: false, error: 'not_found' }
       if (row.revoked_at !== null) return { ok: false, error: 'revoked' }
@@ -173,7 +173,7 @@ export function createSqliteKeyStore(db: Database, ctx: StoreContext): KeyStore 
       return { ok: true, value: openKey(ctx.secret, row.id, row.sealed_key) }
     },
 
-    async importLegacy(accountId, plaintext, fields) {
+    async importLegacy (accountId, plaintext, fields) {
       if (!isLegacyKey(plaintext)) return { ok: false, error: 'invalid_key' }
       const material = {
         prefix: displayPrefix(plaintext),

@@ -11,7 +11,7 @@ interface AppliedRow {
 }
 
 /** Applies pending migrations; returns the versions applied by this call. */
-export function runSqliteMigrations(db: Database, migrations: readonly Migration[], clock: Clock): number[] {
+export function runSqliteMigrations (db: Database, migrations: readonly Migration[], clock: Clock): number[] {
   const run = db.transaction((): number[] => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY,
@@ -25,7 +25,7 @@ export function runSqliteMigrations(db: Database, migrations: readonly Migration
       .all()
       .map((r) => ({ version: Number(r.version), name: r.name, checksum: r.checksum }))
     const record = db.prepare(
-      'INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)',
+      'INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)'
     )
     const done: number[] = []
     for (const m of pendingMigrations(migrations, applied)) {

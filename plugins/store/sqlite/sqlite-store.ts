@@ -27,7 +27,7 @@ export interface SqliteParts {
   close(): Promise<void>
 }
 
-export function openSqlite(dataDir: string, ctx: StoreContext): SqliteParts {
+export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
   mkdirSync(dataDir, { recursive: true })
   const db = new Database(join(dataDir, SQLITE_FILE_NAME))
   try {
