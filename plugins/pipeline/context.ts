@@ -29,7 +29,6 @@ export interface Outcome {
  *
  * Fields are optional at run time (`ctx.state` starts empty), so reads see `T | undefined`.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
 export interface RequestState {}
 
 /** Per-request state passed along the phases. */

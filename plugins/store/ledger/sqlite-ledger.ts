@@ -92,7 +92,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   )
   const insertEntry = db.prepare<[string, string, bigint, string, string, string | null, string | null, string | null, bigint | null, number]>(
     `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, overage, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (posting_id) DO NOTHING`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (posting_id) DO NOTHING`
   )
   const entryByPosting = db.prepare<[string], EntryRow>('SELECT * FROM ledger_entries WHERE posting_id = ?')
   const addBalance = db.prepare<[bigint, number, string], WalletRow>(
@@ -136,7 +136,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     (input: Parameters<LedgerStore['credit']>[0], now: number): { balance: bigint; duplicate: boolean } => {
       creatingWallet(input.accountId, () => ensureWallet.run(input.accountId, now))
       const inserted = insertEntry.run(
-        ctx.ids('entry'), input.accountId, input.amount, input.kind, input.postingId, null, null, input.note ?? null, null, now,
+        ctx.ids('entry'), input.accountId, input.amount, input.kind, input.postingId, null, null, input.note ?? null, null, now
       )
       if (inserted.changes === 0) {
         const existing = entryByPosting.get(input.postingId)
@@ -207,7 +207,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     if (row.status === 'posted') {
       insertEntry.run(
         ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note,
-        overage > 0n ? overage : null, now,
+        overage > 0n ? overage : null, now
       )
     }
     // A hold's account always has a wallet row (holds reference it).
