@@ -83,6 +83,7 @@ async function pathsOn (t: Test, backend: Backend): Promise<void> {
         t.equal(answer.call?.body.toString(), JSON.stringify(a.body), `${s.name}: body forwarded untouched`)
         const row = await settledRow(gw, answer.requestId)
         t.equal(row.requestedModel, a.model, `${s.name}: request log names the model`)
+        t.equal(row.stream, a.action === 'streamGenerateContent', `${s.name}: request log stream flag (the route streams, the body has no \`stream\`)`)
         routes.add(row.route)
       }
       t.equal(routes.size, 1, 'every shape is the one declared route in the request log')
