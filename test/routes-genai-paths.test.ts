@@ -38,7 +38,9 @@ const ACTIONS: readonly Action[] = [
   { action: 'predict', model: 'genai/imagen-4', upstream: '/v1beta/models/imagen-4.0-generate-001:predict', body: { instances: [{ prompt: 'a dot' }], parameters: { sampleCount: 1 } } },
   { action: 'editImage', model: 'genai/imagen-4', upstream: '/v1beta/models/imagen-4.0-generate-001:editImage', body: { instances: [{ prompt: 'red', referenceImages: [] }] } },
   { action: 'upscaleImage', model: 'genai/imagen-4', upstream: '/v1beta/models/imagen-4.0-generate-001:upscaleImage', body: { instances: [{ prompt: '' }], parameters: { upscaleConfig: { upscaleFactor: 'x2' } } } },
-  { action: 'generateVideos', model: 'genai/veo-3', upstream: '/v1beta/models/veo-3.0-generate-001:predictLongRunning', body: { instances: [{ prompt: 'a coast' }] } }
+  { action: 'generateVideos', model: 'genai/veo-3', upstream: '/v1beta/models/veo-3.0-generate-001:predictLongRunning', body: { instances: [{ prompt: 'a coast' }] } },
+  // The provider's own name for video generation, what the genai SDK's generateVideos calls.
+  { action: 'predictLongRunning', model: 'genai/veo-3', upstream: '/v1beta/models/veo-3.0-generate-001:predictLongRunning', body: { instances: [{ prompt: 'a coast' }] } }
 ]
 
 interface Answer {
