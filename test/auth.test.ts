@@ -126,6 +126,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
         await call(gw, h, CHAT, JSON.stringify({ model: 'openai/gpt-4o', messages: [] })),
         await call(gw, h, '/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent', '{}'),
         await call(gw, h, '/genai/v1beta/models/genai/gemini-2.5-flash:streamGenerateContent?alt=sse', '{}'),
+        await call(gw, h, '/genai/v1beta/genai/gemini-2.5-flash:generateContent', '{}'),
         await call(gw, h, '/v1/audio/transcriptions', '--b\r\nContent-Disposition: form-data; name="model"\r\n\r\nopenai/whisper-1\r\n--b\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF\r\n--b--\r\n', 'multipart/form-data; boundary=b')
       ]
       for (const r of denied) {

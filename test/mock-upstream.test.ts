@@ -165,6 +165,15 @@ t.test('OpenAI SDK', async (t) => {
     t.equal(r.usage?.input_tokens, call.produced?.inputTokens)
   })
 
+  t.test('images generations: gpt-image models refuse response_format as the real API does', async (t) => {
+    const err = await openai.images.generate({ model: 'gpt-image-1', prompt: 'x', response_format: 'b64_json' }).then(() => null, (e: unknown) => e)
+    t.ok(err instanceof OpenAI.BadRequestError, 'BadRequestError')
+    if (!(err instanceof OpenAI.APIError)) return
+    t.equal(err.message, "400 Unknown parameter: 'response_format'.")
+    t.equal(err.param, 'response_format')
+    t.equal(err.code, 'unknown_parameter')
+  })
+
   t.test('images generations: dall-e has no usage, url format', async (t) => {
     const r = await openai.images.generate({ model: 'dall-e-3', prompt: 'x', response_format: 'url' })
     t.equal(r.usage, undefined)
@@ -249,6 +258,14 @@ t.test('OpenAI SDK', async (t) => {
 })
 
 t.test('Anthropic SDK', async (t) => {
+  t.test('messages: a max_tokens above the model\'s limit is refused as the real API does', async (t) => {
+    const ask = (max: number): Promise<unknown> => anthropic.messages.create({ model: 'claude-3-5-haiku-20241022', max_tokens: max, messages: [{ role: 'user', content: 'x' }] }).then(() => null, (e: unknown) => e)
+    const err = await ask(8193)
+    t.ok(err instanceof Anthropic.BadRequestError, 'BadRequestError')
+    t.match(err, { error: { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: 8193 > 8192, which is the maximum allowed number of output tokens for claude-3-5-haiku-20241022' } } })
+    t.equal(await ask(8192), null, 'the limit itself is accepted')
+  })
+
   t.test('messages JSON', async (t) => {
     const r = await anthropic.messages.create({
       model: 'claude-sonnet-4-20250514', max_tokens: 1024, system: 'Be nice', messages: [{ role: 'user', content: 'Hi Claude' }]

@@ -1,5 +1,6 @@
 import t from 'tap'
 import fc from 'fast-check'
+import { applyBodyRules } from '../plugins/request/body-rules.js'
 import { findTopLevelModelValues, rewriteJsonModel } from '../plugins/request/json-model.js'
 import { boundaryOf, rewriteMultipartField, summariseMultipart } from '../plugins/request/multipart.js'
 
@@ -78,4 +79,49 @@ t.test('multipart: a file part named model is not treated as the field', async (
 
 t.test('multipart: malformed bodies reject', async (t) => {
   await t.rejects(summariseMultipart(Buffer.from('garbage'), 'multipart/form-data'))
+})
+
+t.test('applyBodyRules drops top-level members with one adjacent comma, every other byte kept', async (t) => {
+  const drop = (raw: string, ...names: string[]): string | undefined =>
+    applyBodyRules(Buffer.from(raw), { dropFields: new Set(names), maxOutputTokens: undefined })?.toString()
+  t.equal(drop('{"response_format": "b64_json", "model":"m"}', 'response_format'), '{"model":"m"}', 'first member')
+  t.equal(drop('{"a":1 , "response_format" : "url" ,\n "b": 2.0}', 'response_format'), '{"a":1 , "b": 2.0}', 'middle member')
+  t.equal(drop('{"a":1, "response_format":{"x":[1,2]} }', 'response_format'), '{"a":1 }', 'last member')
+  t.equal(drop(' {"response_format":"url"} ', 'response_format'), ' {} ', 'only member')
+  t.equal(drop('{"response_format":"a","n":1,"response_format":"b"}', 'response_format'), '{"n":1}', 'every duplicate')
+  t.equal(drop('{"respo\\u006ese_format":"a","n":1}', 'response_format'), '{"n":1}', 'an escaped key, read as JSON.parse reads it')
+  t.equal(drop('{"x":{"response_format":"a"}}', 'response_format'), undefined, 'nested members are not top-level: nothing to do')
+  t.equal(drop('[{"response_format":"a"}]', 'response_format'), undefined, 'not an object')
+  t.equal(drop('{"response_format":', 'response_format'), undefined, 'malformed')
+})
+
+t.test('property: dropping members equals the object serialised without them', async () => {
+  const key = fc.string().filter((k) => k !== '__proto__')
+  fc.assert(fc.property(fc.dictionary(key, fc.jsonValue()), fc.array(key, { maxLength: 3 }), (obj, extra) => {
+    const names = new Set([...Object.keys(obj).filter((_, i) => i % 2 === 0), ...extra])
+    const raw = Buffer.from(JSON.stringify(obj))
+    const out = applyBodyRules(raw, { dropFields: names, maxOutputTokens: undefined })
+    const kept = Object.fromEntries(Object.entries(obj).filter(([k]) => !names.has(k)))
+    return (out ?? raw).toString() === JSON.stringify(kept) && (out === null) === (Object.keys(kept).length === Object.keys(obj).length)
+  }))
+})
+
+t.test('applyBodyRules lowers output-token limits above the cap, in every family\'s place', async (t) => {
+  const cap = (raw: string, max = 8192): string | undefined =>
+    applyBodyRules(Buffer.from(raw), { dropFields: new Set(), maxOutputTokens: max })?.toString()
+  t.equal(cap('{"model":"m", "max_tokens" : 128000,"n":1}'), '{"model":"m", "max_tokens" : 8192,"n":1}', 'messages / chat max_tokens')
+  t.equal(cap('{"max_completion_tokens":99999999999999999999999}'), '{"max_completion_tokens":8192}', 'beyond 2^53')
+  t.equal(cap('{"max_output_tokens":10000}'), '{"max_output_tokens":8192}', 'responses')
+  t.equal(cap('{"generationConfig":{"temperature":1,"maxOutputTokens":65536}}'), '{"generationConfig":{"temperature":1,"maxOutputTokens":8192}}', 'generative content')
+  t.equal(cap('{"generation_config":{"max_output_tokens":9000}}'), '{"generation_config":{"max_output_tokens":8192}}', 'generative content, snake case')
+  t.equal(cap('{"max_tokens":9000,"max_tokens":10000}'), '{"max_tokens":8192,"max_tokens":8192}', 'every duplicate')
+  t.equal(cap('{"max_tokens":8192}'), undefined, 'at the cap: untouched')
+  t.equal(cap('{"max_tokens":100}'), undefined, 'below the cap: untouched')
+  t.equal(cap('{"max_tokens":9000.0,"max_completion_tokens":"9000","max_output_tokens":-1}'), undefined, 'not a plain integer: left to the provider')
+  t.equal(cap('{"x":{"max_tokens":9000}}'), undefined, 'only where a family reads it')
+})
+
+t.test('applyBodyRules drops, then caps', async (t) => {
+  const out = applyBodyRules(Buffer.from('{"response_format":"url","max_tokens":100000}'), { dropFields: new Set(['response_format']), maxOutputTokens: 64000 })
+  t.equal(out?.toString(), '{"max_tokens":64000}')
 })

@@ -47,6 +47,20 @@ t.test('{model} paths share one wildcard per prefix and dispatch on the action',
   t.same(hit(':generateContent'), ['genai.generateContent', ''], 'an empty model segment still names the action (REQUEST_MODEL_REQUIRED, not a 404)')
 })
 
+t.test('a {model} alias one segment up gets a wildcard of its own, dispatching to the same plan', async (t) => {
+  const c = compileRoutes(config([
+    { path: '/genai/v1beta/models/{model}:generateContent', aliases: ['/genai/v1beta/{model}:generateContent'], method: 'POST', family: 'genai', operation: 'g', body: ['json'], response: 'json' }
+  ]))
+  t.same(c.fastifyRoutes.map((r) => `${r.method} ${r.url}`), ['POST /genai/v1beta/models/*', 'POST /genai/v1beta/*'])
+  const [models, bare] = c.fastifyRoutes
+  if (models?.kind !== 'model-wildcard' || bare?.kind !== 'model-wildcard') throw new Error('expected two wildcards')
+  t.equal(models.matchers[0]?.plan, bare.matchers[0]?.plan, 'one plan for both shapes')
+  t.equal(bare.prefix, '/genai/v1beta/')
+  t.same(bare.matchers[0]?.pattern.exec('genai/gemini-2.5-flash:generateContent')?.[1], 'genai/gemini-2.5-flash', 'the id keeps its slash')
+  t.same(bare.matchers[0]?.pattern.exec('genai%2Fgemini-2.5-flash:generateContent')?.[1], 'genai%2Fgemini-2.5-flash', 'or arrives encoded')
+  t.equal(c.plans.length, 1)
+})
+
 t.test('unknown paths take the envelope of their longest family prefix', async (t) => {
   const c = compileRoutes(config([]))
   t.equal(c.envelopeForPath('/v1/messages/batches'), 'messages')

@@ -81,9 +81,13 @@ function checkModels (config: GatewayConfig): CrossProblem[] {
     if (isString(model.pool) && !has(config.pools, model.pool)) {
       out.push({ path: ['models', i, 'pool'], message: `pool "${model.pool}" is not defined in pools` })
     }
-    for (const operation of Object.keys(objectOr(model.operations))) {
+    for (const [operation, entry] of Object.entries(objectOr(model.operations))) {
       if (!routed.has(operation)) {
         out.push({ path: ['models', i, 'operations', operation], at: 'key', message: `operation "${operation}" is not declared by any route` })
+      }
+      // Without a limit to cap at, the flag would silently do nothing.
+      if ((entry as { cap_output_tokens?: unknown } | null)?.cap_output_tokens === true && model.max_output_tokens === undefined) {
+        out.push({ path: ['models', i, 'operations', operation, 'cap_output_tokens'], message: `cap_output_tokens needs the model's max_output_tokens` })
       }
     }
     out.push(...checkPricing(model, i))

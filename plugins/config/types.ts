@@ -116,6 +116,10 @@ export interface PoolMember {
 export interface ModelOperationConfig {
   /** Upstream path; `{model}` is replaced by the URL-encoded upstream model name, `{id}` by the job id. */
   path: string
+  /** Top-level JSON body fields the provider refuses for this model, removed before forwarding. */
+  drop_fields?: string[]
+  /** Lower an output-token limit above the model's `max_output_tokens` to it before forwarding. */
+  cap_output_tokens?: boolean
 }
 
 export interface PriceConfig {

@@ -2,6 +2,7 @@ import type { GatewayConfig, ModelConfig, ModelStatus, PriceConfig } from '../co
 import { gatewayError } from '../errors/index.js'
 import { compilePrice, type CompiledPrice } from '../pricing/compile.js'
 import { MAX_IMAGES } from '../pricing/worst-case.js'
+import type { BodyRules } from '../request/body-rules.js'
 
 export interface CompiledModel {
   readonly id: string
@@ -10,6 +11,8 @@ export interface CompiledModel {
   readonly upstreamModel: string
   /** operation → upstream path template */
   readonly operations: ReadonlyMap<string, string>
+  /** operation → edits of the JSON body the provider needs for this model (only operations that declare some) */
+  readonly bodyRules: ReadonlyMap<string, BodyRules>
   readonly capabilities: ReadonlySet<string>
   readonly fallbacks: readonly string[]
   readonly pricing: PriceConfig
@@ -29,6 +32,16 @@ export interface ModelCatalogue {
   resolve (id: string, operation: string): CompiledModel
 }
 
+function compileBodyRules (m: ModelConfig): ReadonlyMap<string, BodyRules> {
+  const rules = new Map<string, BodyRules>()
+  for (const [op, o] of Object.entries(m.operations)) {
+    const dropFields = new Set(o.drop_fields ?? [])
+    const maxOutputTokens = o.cap_output_tokens === true ? m.max_output_tokens : undefined
+    if (dropFields.size > 0 || maxOutputTokens !== undefined) rules.set(op, Object.freeze({ dropFields, maxOutputTokens }))
+  }
+  return rules
+}
+
 export function compileModels (config: GatewayConfig): ModelCatalogue {
   const byId = new Map<string, CompiledModel>()
   config.models.forEach((m, i) => {
@@ -38,6 +51,7 @@ export function compileModels (config: GatewayConfig): ModelCatalogue {
       pool: m.pool,
       upstreamModel: m.upstream_model,
       operations: new Map(Object.entries(m.operations).map(([op, o]) => [op, o.path])),
+      bodyRules: compileBodyRules(m),
       capabilities: new Set(m.capabilities ?? []),
       fallbacks: Object.freeze([...(m.fallbacks ?? [])]),
       pricing: m.pricing,

@@ -24,7 +24,8 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
     status: outcome.httpStatus,
     outcome: outcome.kind,
     errorCode: outcome.errorCode,
-    stream: ctx.body?.kind === 'json' && ctx.body.json.stream === true,
+    // A route declared `response: sse` streams whatever its body says (`:streamGenerateContent`).
+    stream: ctx.plan.response === 'sse' || (ctx.body?.kind === 'json' && ctx.body.json.stream === true),
     usage: usage === null
       ? null
       : {

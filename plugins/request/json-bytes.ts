@@ -60,6 +60,8 @@ export function valueEnd (buf: Buffer, start: number): number {
 }
 
 export interface Member {
+  /** Index of the key's opening quote: where the member starts. */
+  keyStart: number
   /** The key's bytes between its quotes. */
   key: Buffer
   valueStart: number
@@ -80,6 +82,7 @@ export function objectLayout (buf: Buffer, open: number): ObjectLayout | null {
   if (buf[i] === 0x7d) return { members, close: i }
   for (;;) {
     if (buf[i] !== QUOTE) return null
+    const keyStart = i
     const keyEnd = stringEnd(buf, i)
     if (keyEnd === -1) return null
     const key = buf.subarray(i + 1, keyEnd - 1)
@@ -88,7 +91,7 @@ export function objectLayout (buf: Buffer, open: number): ObjectLayout | null {
     const valueStart = skipSpace(buf, i + 1)
     const end = valueEnd(buf, valueStart)
     if (end === -1) return null
-    members.push({ key, valueStart, valueEnd: end })
+    members.push({ keyStart, key, valueStart, valueEnd: end })
     i = skipSpace(buf, end)
     if (buf[i] === 0x7d) return { members, close: i }
     if (buf[i] !== 0x2c) return null

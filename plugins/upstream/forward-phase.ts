@@ -7,6 +7,7 @@ import { readAudioDuration } from '../pricing/audio-duration.js'
 import type { Usage } from '../pricing/usage-types.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
+import { applyBodyRules } from '../request/body-rules.js'
 import { rewriteJsonModel } from '../request/json-model.js'
 import { rewriteMultipartField } from '../request/multipart.js'
 import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from './forward.js'
@@ -34,8 +35,10 @@ function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer
   if (!body) return undefined
   if (!model) return body.raw
   if (body.kind === 'json') {
-    if (typeof body.json.model !== 'string') return body.raw
-    return rewriteJsonModel(body.raw, model.upstreamModel) ??
+    const rules = model.bodyRules.get(ctx.plan.operation)
+    const raw = rules === undefined ? body.raw : applyBodyRules(body.raw, rules) ?? body.raw
+    if (typeof body.json.model !== 'string') return raw
+    return rewriteJsonModel(raw, model.upstreamModel) ??
       Buffer.from(JSON.stringify({ ...body.json, model: model.upstreamModel }))
   }
   if (body.summary.fields.model === undefined) return body.raw
