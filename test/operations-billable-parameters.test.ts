@@ -103,7 +103,6 @@ const CASES: Case[] = [
   { name: 'chat max_completion_tokens above 16384', path: CHAT, body: chatBody('"max_completion_tokens":16385'), code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'max_completion_tokens' },
   { name: 'messages max_tokens: -5', path: MESSAGES, body: messagesBody('"max_tokens":-5'), headers: anthropicKey(), code: 'REQUEST_INVALID', param: 'max_tokens' },
   { name: 'messages max_tokens: "100"', path: MESSAGES, body: messagesBody('"max_tokens":"100"'), headers: anthropicKey(), code: 'REQUEST_INVALID', param: 'max_tokens' },
-  { name: 'messages max_tokens above 8192', path: MESSAGES, body: messagesBody('"max_tokens":8193'), headers: anthropicKey(), code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'max_tokens' },
   { name: 'genai maxOutputTokens: -5', path: GENAI, body: genaiBody('"maxOutputTokens":-5'), headers: genaiKey(), code: 'REQUEST_INVALID', param: 'generationConfig.maxOutputTokens' },
   { name: 'genai maxOutputTokens: "100"', path: GENAI, body: genaiBody('"maxOutputTokens":"100"'), headers: genaiKey(), code: 'REQUEST_INVALID', param: 'generationConfig.maxOutputTokens' },
   { name: 'genai candidateCount: 2.5', path: GENAI, body: genaiBody('"candidateCount":2.5'), headers: genaiKey(), code: 'REQUEST_INVALID', param: 'generationConfig.candidateCount' },
@@ -196,6 +195,16 @@ t.test('valid values still pass, and are billed as asked', async (t) => {
   const res = await send(IMAGES, '{"model":"openai/gpt-image-1","prompt":"a cat","n":3}')
   const row = await settledRow(gw, res.headers.get('x-request-id') ?? '')
   t.equal(row.usage?.images, 3, 'three images asked, three served and billed')
+})
+
+t.test('a model operation declared cap_output_tokens takes a max_tokens above its range and forwards it lowered', async (t) => {
+  gw.mock.reset()
+  const res = await send(MESSAGES, messagesBody('"max_tokens":8193'), anthropicKey())
+  t.equal(res.status, 200, 'claude-haiku-3.5 declares cap_output_tokens: not MODEL_PARAMETER_UNSUPPORTED')
+  t.match(gw.mock.calls[0]?.json, { max_tokens: 8192 }, "lowered to the model's max_output_tokens before forwarding")
+  const bad = await send(MESSAGES, messagesBody('"max_tokens":"9000"'), anthropicKey())
+  t.equal(bad.status, 400, 'a value that is not a positive integer is still refused')
+  t.equal(bad.headers.get('x-gateway-error-code'), 'REQUEST_INVALID')
 })
 
 t.test('the SDKs surface the refusal as their own API error with our code', async (t) => {

@@ -4,13 +4,18 @@ import { checkBillableParameters } from './billable-parameters.js'
 /**
  * resolve: the body parameters the worst case depends on (`n`, the max-token fields and their
  * per-family equivalents) are integers in the target model's range, checked for every model
- * tried, before anything is held or forwarded.
+ * tried, before anything is held or forwarded. A model operation declared `cap_output_tokens`
+ * lowers a max-token value above its range before forwarding (and the hold counts the lowered
+ * value), so there such a value is accepted; it must still be a positive integer.
  */
 export function operationsPlugin (): GatewayPlugin {
   return {
     name: 'operations',
     resolve (ctx) {
-      if (ctx.model) checkBillableParameters(ctx.plan.op, ctx.model, ctx.body)
+      const model = ctx.model
+      if (!model) return
+      const capped = model.bodyRules.get(ctx.plan.operation)?.maxOutputTokens !== undefined
+      checkBillableParameters(ctx.plan.op, capped ? { maxOutputTokens: undefined, maxImages: model.maxImages } : model, ctx.body)
     }
   }
 }
