@@ -29,6 +29,8 @@ export interface GatewayOptions {
   inflight?: { count: number }
   /** Billing status a broken stream's error frame announces (the wallet's rule); NOT_BILLED without it. */
   streamBillingStatus?: ForwardDeps['streamBillingStatus']
+  /** Asynchronous jobs (plugins/jobs): poll and download targets, create and poll answers. */
+  jobs?: ForwardDeps['jobs']
 }
 
 declare module 'fastify' {
@@ -92,7 +94,8 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     random: opts.random ?? Math.random,
     finish,
     ...(opts.settleNow ? { settleNow: opts.settleNow } : {}),
-    ...(opts.streamBillingStatus ? { streamBillingStatus: opts.streamBillingStatus } : {})
+    ...(opts.streamBillingStatus ? { streamBillingStatus: opts.streamBillingStatus } : {}),
+    ...(opts.jobs ? { jobs: opts.jobs } : {})
   }
 
   const sendError = (req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {

@@ -4,6 +4,7 @@ import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
 import { authStage, modelAccessStage } from '../auth/auth-stage.js'
+import { createJobs } from '../jobs/index.js'
 import { compileModels } from '../models/catalogue.js'
 import { interruptedStreamBilling } from '../wallet/settle.js'
 import { walletStage } from '../wallet/wallet-stage.js'
@@ -65,8 +66,10 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     while (inflight.count > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
     app.server.closeAllConnections()
   })
+  const jobs = createJobs({ config: opts.config, jobs: services.store.jobs, ledger: services.store.ledger, clock: services.clock, log: app.log })
   const stages = [
     authStage({ config: opts.config.auth, store: services.store, cache: services.keyCache, clock: services.clock }),
+    jobs.stage,
     modelAccessStage,
     walletStage({ ledger: services.store.ledger, config: opts.config.wallet }),
     ...(opts.stages ?? [])
@@ -74,7 +77,6 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   const models = compileModels(opts.config)
   const settleAndLog = finishRequest({
     ledger: services.store.ledger,
-    jobs: services.store.jobs,
     models,
     requestLog: services.requestLog,
     clock: services.clock,
@@ -89,6 +91,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     // The error frame of a broken stream says what its settle will do with what was metered.
     streamBillingStatus: interruptedStreamBilling,
     settleNow: settleAndLog.settleNow,
+    jobs,
     onFinish: (ctx, outcome) => {
       settleAndLog(ctx, outcome)
       onFinish?.(ctx, outcome)
@@ -103,8 +106,10 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     )
   }, opts.config.wallet.reaper_interval_ms)
   reaper.unref()
+  if (opts.config.jobs.watcher.enabled) jobs.watcher.start()
   app.addHook('onClose', async () => {
     clearInterval(reaper)
+    await jobs.close()
     // Every answer has ended (preClose); their settlements must queue their rows before the
     // caller closes the request log writer.
     await settleAndLog.drain()

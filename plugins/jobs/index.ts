@@ -1,0 +1,72 @@
+// Asynchronous jobs (video, music, generative-content operations), owned by their account and
+// billed once when they succeed, whether or not anyone polls. The host calls these entry points:
+//   stage              admit: a poll's or download's job id is the caller's (else not-found)
+//   upstreamTarget     forward: the job's own provider and upstream path (no client query)
+//   answers / answer   forward: a create's or poll's answer (record, settle, id rewrite)
+//   watcher            background: finishes jobs nobody polls (start/stop with the server)
+import type { FastifyBaseLogger } from 'fastify'
+import type { GatewayConfig } from '../config/types.js'
+import type { RequestContext } from '../gateway/context.js'
+import type { Stage } from '../gateway/stages.js'
+import type { Clock, IdSource } from '../store/clock.js'
+import type { JobStore } from '../store/jobs/types.js'
+import type { LedgerStore } from '../store/ledger/types.js'
+import { compileUpstreams, type Upstreams } from '../upstream/providers.js'
+import { answerJob, type JobAnswered, type JobAnswerInput } from './job-answer.js'
+import { createJobChecker } from './job-checker.js'
+import { compileJobRoutes } from './job-routes.js'
+import { jobOf, jobStage } from './job-stage.js'
+import { createJobWatcher, type JobWatcher } from './watcher.js'
+
+export type { JobAnswered, JobAnswerInput } from './job-answer.js'
+export type { JobWatcher, WatchRound } from './watcher.js'
+export { JOB_ID, isJobId } from './job-id.js'
+
+export interface JobsDeps {
+  config: GatewayConfig
+  jobs: JobStore
+  ledger: LedgerStore
+  clock: Clock
+  log: FastifyBaseLogger
+  ids?: IdSource
+  /** The watcher's own upstream connections; default compiled from config (closed by close()). */
+  upstreams?: Upstreams
+}
+
+export interface Jobs {
+  readonly stage: Stage
+  /** Where a job poll or download goes: the job's provider and upstream path; null for other routes. */
+  upstreamTarget (ctx: RequestContext): { provider: string, path: string } | null
+  /** True for the routes whose answer `answer` writes (job creates and polls). */
+  answers (ctx: RequestContext): boolean
+  answer (input: JobAnswerInput): Promise<JobAnswered>
+  readonly watcher: JobWatcher
+  close (): Promise<void>
+}
+
+export function createJobs (deps: JobsDeps): Jobs {
+  const routes = compileJobRoutes(deps.config)
+  const ownUpstreams = deps.upstreams === undefined
+  const upstreams = deps.upstreams ?? compileUpstreams(deps.config)
+  const checker = createJobChecker(upstreams, routes)
+  const settleDeps = { jobs: deps.jobs, ledger: deps.ledger, clock: deps.clock }
+  const watcher = createJobWatcher({ ...settleDeps, checker, config: deps.config.jobs, log: deps.log })
+  const answerDeps = { ...settleDeps, firstCheckMs: deps.config.jobs.watcher.first_check_ms, ...(deps.ids ? { ids: deps.ids } : {}) }
+  return {
+    stage: jobStage({ ...settleDeps, checker }),
+    upstreamTarget (ctx) {
+      const job = jobOf(ctx)
+      const what = ctx.plan.job
+      if (!job || (what !== 'poll' && what !== 'content')) return null
+      const path = routes.upstreamPath(job.kind, what, job.upstreamId)
+      return path === undefined ? null : { provider: job.provider, path }
+    },
+    answers: (ctx) => ctx.plan.job === 'create' || ctx.plan.job === 'poll',
+    answer: async (input) => await answerJob(answerDeps, input),
+    watcher,
+    async close () {
+      await watcher.stop()
+      if (ownUpstreams) await upstreams.close()
+    }
+  }
+}
