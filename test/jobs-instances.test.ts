@@ -11,9 +11,9 @@ t.test('two instances watching and polling at once post each job once (pg)', asy
   // Both watchers run every 20 ms and check every running job each round.
   const cfg = jobsTestConfig({ watcher: { enabled: true, interval_ms: 20 } })
   t.teardown(cfg.remove)
-  const a = await startTestGateway({ backend: 'pg', configFile: cfg.file })
+  const a = await startTestGateway({ backend: 'pg', configFile: cfg.file, jobWatcher: true })
   t.teardown(() => a.close())
-  const b = await startTestGateway({ configFile: cfg.file, mock: a.mock, shareStoreWith: a })
+  const b = await startTestGateway({ configFile: cfg.file, mock: a.mock, shareStoreWith: a, jobWatcher: true })
   t.teardown(() => b.close())
   const start = await ledgerState(a)
   const instances: TestGateway[] = [a, b]
@@ -46,4 +46,22 @@ t.test('two instances watching and polling at once post each job once (pg)', asy
   const rows = await Promise.all(jobs.map(async (j) => await a.services.store.jobs.getOwned(j.id, a.account.id)))
   t.equal(rows.filter((r) => r?.state === 'completed').length, 30)
   t.equal(rows.filter((r) => r?.state === 'failed').length, 10)
+
+  // Then 20 jobs no client polls: only the two servers' own background watchers end them.
+  const callsBefore = a.mock.calls.length
+  await Promise.all(Array.from({ length: 20 }, async (_, i) => {
+    return await createVideo(instances[i % 2] as TestGateway, { 'x-mock-job': i < 15 ? 'complete' : 'fail', 'x-mock-job-polls': '2' })
+  }))
+  let after = await ledgerState(a)
+  for (let i = 0; i < 400 && after.openHolds > 0; i++) {
+    await sleep(25)
+    after = await ledgerState(a)
+  }
+  t.equal(after.openHolds, 0, 'the background watchers ended every unpolled job')
+  t.equal(after.charges.length - state.charges.length, 15, 'and posted the 15 that succeeded once each')
+  t.equal(after.balance, start.balance - 45n * PRICE)
+  const watcherPolls = a.mock.calls.slice(callsBefore).filter((c) => c.method === 'GET')
+  // Each job ends at its second upstream poll: 40 polls in all means no job was checked twice
+  // at once by the two watchers (a claimed row is skipped by the other instance).
+  t.equal(watcherPolls.length, 40, 'exactly two provider polls per job: no double work')
 })

@@ -12,13 +12,13 @@ import type { Clock, IdSource } from '../store/clock.js'
 import type { JobStore } from '../store/jobs/types.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 import { compileUpstreams, type Upstreams } from '../upstream/providers.js'
-import { answerJob, type JobAnswered, type JobAnswerInput } from './job-answer.js'
+import { answerJob, type JobAnswered, type JobAnswerInput, type JobCreatedHook } from './job-answer.js'
 import { createJobChecker } from './job-checker.js'
 import { compileJobRoutes } from './job-routes.js'
 import { jobOf, jobStage } from './job-stage.js'
 import { createJobWatcher, type JobWatcher } from './watcher.js'
 
-export type { JobAnswered, JobAnswerInput } from './job-answer.js'
+export type { JobAnswered, JobAnswerInput, JobCreatedHook } from './job-answer.js'
 export type { JobWatcher, WatchRound } from './watcher.js'
 export { JOB_ID, isJobId } from './job-id.js'
 
@@ -31,6 +31,8 @@ export interface JobsDeps {
   ids?: IdSource
   /** The watcher's own upstream connections; default compiled from config (closed by close()). */
   upstreams?: Upstreams
+  /** Hook point after a job is recorded (the idempotency concern's; see JobCreatedHook). */
+  onCreated?: JobCreatedHook
 }
 
 export interface Jobs {
@@ -51,7 +53,12 @@ export function createJobs (deps: JobsDeps): Jobs {
   const checker = createJobChecker(upstreams, routes)
   const settleDeps = { jobs: deps.jobs, ledger: deps.ledger, clock: deps.clock }
   const watcher = createJobWatcher({ ...settleDeps, checker, config: deps.config.jobs, log: deps.log })
-  const answerDeps = { ...settleDeps, firstCheckMs: deps.config.jobs.watcher.first_check_ms, ...(deps.ids ? { ids: deps.ids } : {}) }
+  const answerDeps = {
+    ...settleDeps,
+    firstCheckMs: deps.config.jobs.watcher.first_check_ms,
+    ...(deps.ids ? { ids: deps.ids } : {}),
+    ...(deps.onCreated ? { onCreated: deps.onCreated } : {})
+  }
   return {
     stage: jobStage({ ...settleDeps, checker }),
     upstreamTarget (ctx) {

@@ -7,7 +7,7 @@ import type { CompiledModel } from '../models/catalogue.js'
 import { costOf } from '../pricing/cost.js'
 import type { Usage } from '../pricing/usage-types.js'
 import type { Clock, IdSource } from '../store/clock.js'
-import type { JobStore } from '../store/jobs/types.js'
+import type { JobStore, NewJob } from '../store/jobs/types.js'
 import { holdOf } from '../wallet/wallet-stage.js'
 import { newJobId } from './job-id.js'
 import { JOB_KIND_OF, observe, upstreamIdOf, withGatewayId, type JsonObject } from './job-kinds.js'
@@ -21,7 +21,17 @@ export interface JobAnswerDeps extends SettleJobDeps {
   ids?: IdSource
   /** Delay before the watcher first checks a new job. */
   firstCheckMs: number
+  /** See JobsDeps.onCreated. */
+  onCreated?: JobCreatedHook
 }
+
+/**
+ * Called once a job is recorded, before the client sees its id. The hook point of the
+ * idempotency concern: it claims `X-Idempotency-Key` before the create is forwarded (a retry
+ * never reaches the provider) and can link its record to the job here. A hook that throws fails
+ * the create like a store failure: the hold is released and the client gets an error.
+ */
+export type JobCreatedHook = (ctx: RequestContext, job: NewJob) => void | Promise<void>
 
 /** The upstream's answer to a job create or poll, before the client has seen any of it. */
 export interface JobAnswerInput {
@@ -78,7 +88,7 @@ async function answerCreate (deps: JobAnswerDeps, input: JobAnswerInput, answer:
   if (upstreamId === undefined || answer.error != null) throw gatewayError('UPSTREAM_ERROR')
   const id = newJobId(deps.ids)
   const now = deps.clock.now()
-  await deps.jobs.create({
+  const job: NewJob = {
     id,
     kind,
     upstreamId,
@@ -91,7 +101,9 @@ async function answerCreate (deps: JobAnswerDeps, input: JobAnswerInput, answer:
     requestId: ctx.requestId,
     createdAt: now,
     nextCheckAt: new Date(now.getTime() + deps.firstCheckMs)
-  })
+  }
+  await deps.jobs.create(job)
+  await deps.onCreated?.(ctx, job)
   const status = observe(kind, answer).status ?? undefined
   send(input, input.status, Buffer.from(JSON.stringify(withGatewayId(kind, answer, id))), true)
   return { usage: { ...ONE_JOB }, job: { id, status } }
