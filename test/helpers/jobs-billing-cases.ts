@@ -1,10 +1,12 @@
+// The job billing cases, run once per store by test/jobs-billing-sqlite.test.ts and
+// test/jobs-billing-pg.test.ts (one file each keeps each under the per-file time limit).
 // Jobs are billed exactly once when they succeed, whether a client polls them or only the
-// watcher sees them end; failed and timed-out jobs are released. Both stores.
-import t from 'tap'
-import { ManualClock } from '../plugins/store/testing.js'
-import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
-import { ledgerState, priceOf } from './helpers/billing.js'
-import { createVideo, jobsOf, jobsTestConfig, type Created } from './helpers/jobs.js'
+// watcher sees them end; failed and timed-out jobs are released.
+import type { Test } from 'tap'
+import { ManualClock } from '../../plugins/store/testing.js'
+import { startTestGateway, type Backend, type TestGateway } from './gateway.js'
+import { ledgerState, priceOf } from './billing.js'
+import { createVideo, jobsOf, jobsTestConfig, type Created } from './jobs.js'
 
 const PRICE = priceOf('openai/sora-2').unitPrice ?? 0n
 const SUCCEED = { 'x-mock-job': 'complete', 'x-mock-job-polls': '1' }
@@ -32,7 +34,7 @@ async function pollUntilEnd (gw: TestGateway, id: string): Promise<string> {
   return status
 }
 
-for (const backend of ['sqlite', 'pg'] as Backend[]) {
+export function jobBillingCases (t: Test, backend: Backend): void {
   t.test(`100 jobs, no client polls: the watcher bills the 60 that succeed (${backend})`, async (t) => {
     const cfg = jobsTestConfig()
     t.teardown(cfg.remove)
