@@ -6,6 +6,7 @@
 //   watcher            background: finishes jobs nobody polls (start/stop with the server)
 import type { FastifyBaseLogger } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
+import { gatewayError } from '../errors/index.js'
 import type { RequestContext } from '../gateway/context.js'
 import type { Stage } from '../gateway/stages.js'
 import type { Clock, IdSource } from '../store/clock.js'
@@ -37,7 +38,7 @@ export interface JobsDeps {
 
 export interface Jobs {
   readonly stage: Stage
-  /** Where a job poll or download goes: the job's provider and upstream path; null for other routes. */
+  /** Where a job poll or download goes: the job's provider and upstream path; null for other routes; UPSTREAM_POOL_UNAVAILABLE when that provider left the config. */
   upstreamTarget (ctx: RequestContext): { provider: string, path: string } | null
   /** True for the routes whose answer `answer` writes (job creates and polls). */
   answers (ctx: RequestContext): boolean
@@ -51,6 +52,7 @@ export function createJobs (deps: JobsDeps): Jobs {
   const ownUpstreams = deps.upstreams === undefined
   const upstreams = deps.upstreams ?? compileUpstreams(deps.config)
   const checker = createJobChecker(upstreams, routes)
+  const providerExists = (name: string): boolean => Object.prototype.hasOwnProperty.call(deps.config.providers, name)
   const settleDeps = { jobs: deps.jobs, ledger: deps.ledger, clock: deps.clock }
   const watcher = createJobWatcher({ ...settleDeps, checker, config: deps.config.jobs, log: deps.log })
   const answerDeps = {
@@ -66,7 +68,9 @@ export function createJobs (deps: JobsDeps): Jobs {
       const what = ctx.plan.job
       if (!job || (what !== 'poll' && what !== 'content')) return null
       const path = routes.upstreamPath(job.kind, what, job.upstreamId)
-      return path === undefined ? null : { provider: job.provider, path }
+      // A job stays with the provider that runs it; one removed from the config since cannot answer.
+      if (path === undefined || !providerExists(job.provider)) throw gatewayError('UPSTREAM_POOL_UNAVAILABLE')
+      return { provider: job.provider, path }
     },
     answers: (ctx) => ctx.plan.job === 'create' || ctx.plan.job === 'poll',
     answer: async (input) => await answerJob(answerDeps, input),
