@@ -135,13 +135,15 @@ const gw = await startTestGateway({ server: { plugins: (d) => [explodingPlugin, 
 t.teardown(() => gw.close())
 t.beforeEach(() => gw.mock.reset())
 
-/** Tiny body cap; short provider timeouts; a model that accepts no image, audio or video. */
+/** Tiny body cap; short provider timeouts; a model that accepts no image, audio or video; a paused model. */
 const strictConfig = writeTestConfig((c) => {
   c.server.body_limit_bytes = 1024
   providerOf(c, 'openai').timeout_ms = 300
   providerOf(c, 'anthropic').timeout_ms = 300
   const flash = modelOf(c, 'genai/gemini-2.5-flash')
   c.models.push({ ...flash, id: 'genai/gemini-text', upstream_model: 'gemini-text-001', capabilities: [], fallbacks: [] })
+  // The default config pauses no model (the generative-content video model ships active).
+  modelOf(c, 'genai/veo-3').status = 'paused'
 })
 t.teardown(strictConfig.remove)
 const strict = await startTestGateway({ configFile: strictConfig.file, mock: gw.mock, shareStoreWith: gw })
@@ -488,7 +490,7 @@ t.test('MODEL_RETIRED', async (t) => {
 
 t.test('MODEL_TEMPORARILY_UNAVAILABLE: a paused model, with Retry-After', async (t) => {
   const body = JSON.stringify({ instances: [{ prompt: 'a coast' }] })
-  await expectError(t, await post(`${gw.url}/genai/v1beta/models/genai%2Fveo-3:generateVideos`, body), 'genai', 'MODEL_TEMPORARILY_UNAVAILABLE', 'model')
+  await expectError(t, await post(`${strict.url}/genai/v1beta/models/genai%2Fveo-3:generateVideos`, body), 'genai', 'MODEL_TEMPORARILY_UNAVAILABLE', 'model')
   nothingForwarded(t)
 })
 
@@ -922,7 +924,8 @@ t.test('official SDKs parse our envelopes into their own error classes', async (
     t.match(err.message, /MODEL_NOT_FOUND/)
     t.match(err.message, /GW-MODEL-3001/)
 
-    const paused = await genai.models.generateContent({ model: 'genai/veo-3', contents: 'hi' }).then(() => null, (e: unknown) => e)
+    const onStrict = new GoogleGenAI({ apiKey: gw.key, httpOptions: { baseUrl: `${strict.url}/genai`, retryOptions: { attempts: 1 } } })
+    const paused = await onStrict.models.generateContent({ model: 'genai/veo-3', contents: 'hi' }).then(() => null, (e: unknown) => e)
     t.ok(paused instanceof ApiError && paused.status === 503 && paused.message.includes('MODEL_TEMPORARILY_UNAVAILABLE'), 'a paused model: ApiError 503')
   })
 })

@@ -140,8 +140,8 @@ t.test('PostgreSQL: 5 instances starting at once on a fresh schema', async (t) =
   )
   t.same(
     tables.rows.map((r) => r.table_name),
-    ['accounts', 'api_keys', 'holds', 'job_holds', 'ledger_entries', 'request_log', 'schema_migrations', 'wallets'],
-    'tables in the schema'
+    ['accounts', 'api_keys', 'holds', 'jobs', 'ledger_entries', 'request_log', 'schema_migrations', 'wallets'],
+    'tables in the schema',
   )
   const account = await stores[0]?.accounts.create({ name: 'shared' })
   t.same(await stores[4]?.accounts.get(account?.id ?? ''), account, 'instances share the data')

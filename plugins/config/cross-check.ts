@@ -17,8 +17,21 @@ export function crossCheck (config: GatewayConfig): CrossProblem[] {
     ...checkModels(config),
     ...checkFallbacks(config),
     ...checkLimits(config),
-    ...checkErrors(config)
+    ...checkErrors(config),
+    ...checkJobs(config)
   ]
+}
+
+/**
+ * A job's hold must outlive the job: past wallet.job_hold_ttl_ms the reaper releases it, and a
+ * success observed later would post nothing. The watcher expires jobs at jobs.max_age_ms, so
+ * that must come first.
+ */
+function checkJobs (config: GatewayConfig): CrossProblem[] {
+  const maxAge = config.jobs?.max_age_ms
+  const ttl = config.wallet?.job_hold_ttl_ms
+  if (typeof maxAge !== 'number' || typeof ttl !== 'number' || maxAge < ttl) return []
+  return [{ path: ['jobs', 'max_age_ms'], message: `must be below wallet.job_hold_ttl_ms (${ttl}): a job's hold would expire before the job` }]
 }
 
 const has = (record: object | undefined, key: string): boolean =>

@@ -205,6 +205,21 @@ export interface WalletConfig {
   reaper_interval_ms: number
 }
 
+export interface JobWatcherConfig {
+  enabled: boolean
+  interval_ms: number
+  batch: number
+  claim_ms: number
+  first_check_ms: number
+  backoff_ms: number
+  max_backoff_ms: number
+}
+
+export interface JobsConfig {
+  max_age_ms: number
+  watcher: JobWatcherConfig
+}
+
 export interface GatewayConfig {
   server: ServerConfig
   families: Record<FamilyName, FamilyConfig>
@@ -220,5 +235,6 @@ export interface GatewayConfig {
   models: ModelConfig[]
   limits: LimitsConfig
   wallet: WalletConfig
+  jobs: JobsConfig
   errors: ErrorsConfig
 }

@@ -1,9 +1,10 @@
 // The composition root: which concerns a request goes through, in order. The host
 // (plugins/pipeline) runs their phases and knows none of them; a new concern is a folder that
 // exports a GatewayPlugin plus one line in `gatewayPlugins` below.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
+import { createJobs, jobsPlugin } from '../jobs/index.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
 import { operationsPlugin } from '../operations/index.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
@@ -46,6 +47,7 @@ export interface GatewayParts {
   config: GatewayConfig
   services: GatewayServices
   models: ModelCatalogue
+  log: FastifyBaseLogger
   random?: () => number
 }
 
@@ -53,13 +55,16 @@ export interface GatewayParts {
 export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const { config, services, models } = parts
   const { store, clock } = services
+  const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log })
+  if (config.jobs.watcher.enabled) jobs.watcher.start()
   return [
     requestPlugin(config.server),
     modelsPlugin(models),
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
+    jobsPlugin(jobs),
     operationsPlugin(),
-    walletPlugin({ ledger: store.ledger, jobs: store.jobs, models, clock, config: config.wallet }),
-    upstreamPlugin({ config, models, ...(parts.random ? { random: parts.random } : {}) }),
+    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet }),
+    upstreamPlugin({ config, models, jobs, ...(parts.random ? { random: parts.random } : {}) }),
     requestLogPlugin({ writer: services.requestLog, clock })
   ]
 }
@@ -83,7 +88,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     ...(opts.env ?? {})
   })
   const models = opts.models ?? compileModels(config)
-  const defaults = gatewayPlugins({ config, services, models, ...(opts.random ? { random: opts.random } : {}) })
+  const defaults = gatewayPlugins({ config, services, models, log: app.log, ...(opts.random ? { random: opts.random } : {}) })
   const plugins = opts.plugins ? opts.plugins(defaults) : defaults
   // Every instance releases holds whose instance died (their expiry passed).
   const reaper = reapExpiredHolds(services.store.ledger, config.wallet.reaper_interval_ms, app.log)

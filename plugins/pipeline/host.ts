@@ -197,7 +197,6 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
         }
       },
       billingStatus: (outcome) => billingStatus(ctx, outcome),
-      settleNow: async (outcome) => { await settleOnce(ctx, outcome) },
       end: (outcome) => { end(ctx, outcome) }
     }
     try {

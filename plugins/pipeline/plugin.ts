@@ -19,8 +19,6 @@ export interface ForwardControl {
   retarget (model: CompiledModel): Promise<boolean>
   /** The billing status the settle phase will give this outcome (a broken stream's error frame carries it). */
   billingStatus (outcome: Outcome): BillingStatus
-  /** Runs the settle phase before the answer's last byte goes out (a job is recorded before it can be polled). */
-  settleNow (outcome: Outcome): Promise<void>
   /** Called once, when the answer ended: settle then finish run from here. */
   end (outcome: Outcome): void
 }

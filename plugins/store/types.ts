@@ -5,7 +5,7 @@ import type { Pool } from 'pg'
 import type { InvalidationBus } from '../keys/invalidation-bus.js'
 import type { RequestLogStore } from './request-log/types.js'
 import type { LedgerStore } from './ledger/types.js'
-import type { JobHoldStore } from './jobs/types.js'
+import type { JobStore } from './jobs/types.js'
 
 export type AccountStatus = 'active' | 'suspended'
 
@@ -118,8 +118,8 @@ export interface Store {
   readonly requestLog: RequestLogStore
   /** Prepaid wallets: credits, holds, settlements. */
   readonly ledger: LedgerStore
-  /** Open holds of accepted asynchronous jobs, settled when a poll sees them end. */
-  readonly jobs: JobHoldStore
+  /** Asynchronous jobs, owned by their account; billed once when they succeed. */
+  readonly jobs: JobStore
   /** Where mutations publish; KeyCache instances subscribe to it. */
   readonly bus: InvalidationBus
   readonly backend: StoreBackend

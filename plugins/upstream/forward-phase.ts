@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type Catalogue } from '../errors/index.js'
 import { createMeter, createUsageEventFilter, injectIncludeUsage, type Meter } from '../metering/index.js'
+import type { Jobs } from '../jobs/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import { readAudioDuration } from '../pricing/audio-duration.js'
 import type { Usage } from '../pricing/usage-types.js'
@@ -21,6 +22,8 @@ export interface ForwardDeps {
   headerFilter: RequestHeaderFilter
   drainTimeoutMs: number
   random: () => number
+  /** Asynchronous jobs: a poll's or download's upstream target, a create's or poll's answer. */
+  jobs?: Jobs
 }
 
 /** Failures before the first byte after which the next fallback model is tried. */
@@ -125,7 +128,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       if (!await control.retarget(fallback)) continue
     }
     const target = targetOf(ctx, ctx.model)
-    const provider = deps.upstreams.pick(deps.upstreams.pool(target.poolName), deps.random())
+    const jobTarget = deps.jobs?.upstreamTarget(ctx) ?? null
+    const provider = jobTarget ? deps.upstreams.provider(jobTarget.provider) : deps.upstreams.pick(deps.upstreams.pool(target.poolName), deps.random())
     if (res.destroyed) throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
 
     const { body, filter } = withUsageRequested(ctx, upstreamBody(ctx, target.model))
@@ -136,7 +140,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       upstream = await callUpstream(deps.upstreams.dispatcher, {
         provider,
         method: ctx.plan.method,
-        path: upstreamPath(ctx, provider, target.template, target.model),
+        path: jobTarget ? provider.basePath + jobTarget.path : upstreamPath(ctx, provider, target.template, target.model),
         headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
         body
       })
@@ -169,6 +173,11 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     if (answered && primary && answered.id !== primary.id) own['x-gateway-requested-model'] = primary.id
     const overheadMs = ms(ctx.startedAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())
     own['x-gateway-overhead-ms'] = overheadMs.toFixed(3)
+    if (deps.jobs?.answers(ctx)) {
+      const r = await deps.jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own), body: upstream.body, provider: provider.name, answered })
+      control.end({ kind: 'completed', httpStatus: upstream.statusCode, errorCode: null, answeredModel: answered, upstreamMs: ms(dispatchedAt, process.hrtime.bigint()), usage: r.usage, overheadMs, ...(r.job ? { job: r.job } : {}) })
+      return
+    }
     const dropUsage = filter && answeredOk
     const meter = answeredOk ? meterFor(ctx, answered, sse, upstream.statusCode, dropUsage) : null
     let usage: Usage | null = null
@@ -206,7 +215,6 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
         const billing = finalUsage() ? control.billingStatus({ ...outcomeOf('stream_interrupted'), httpStatus: 200 }) : 'NOT_BILLED'
         return errorFrame(toOccurrence(gatewayError('PROVIDER_STREAM_INTERRUPTED'), ctx.requestId, deps.catalogue, billing), ctx.plan.envelope)
       },
-      ...(ctx.plan.job === 'create' && answeredOk ? { beforeEnd: async () => { await control.settleNow(outcomeOf('completed')) } } : {}),
       onEnd: (end: RelayEnd) => { control.end(outcomeOf(end)) }
     })
     return

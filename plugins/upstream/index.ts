@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '../config/types.js'
 import { compileCatalogue } from '../errors/index.js'
+import type { Jobs } from '../jobs/index.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { forward, type ForwardDeps } from './forward-phase.js'
@@ -10,12 +11,14 @@ export interface UpstreamPluginOptions {
   models: ModelCatalogue
   /** Injected randomness for the weighted pick of a pool member. */
   random?: () => number
+  /** Asynchronous jobs: where a poll or download goes, and the answer of a create or poll. */
+  jobs?: Jobs
 }
 
 /**
  * forward: picks a pool member, sends the request untouched (model rewritten to the upstream's
  * name), relays the answer through the meter, and tries the model's fallbacks while the upstream
- * fails before the first byte.
+ * fails before the first byte. Job routes: the jobs concern names the target and writes the answer.
  */
 export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
   const { config } = opts
@@ -26,7 +29,8 @@ export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
     catalogue: compileCatalogue(config.errors, config.server),
     headerFilter: { strip: new Set(config.auth.strip_headers.map((h) => h.toLowerCase())) },
     drainTimeoutMs: config.server.drain_timeout_ms,
-    random: opts.random ?? Math.random
+    random: opts.random ?? Math.random,
+    ...(opts.jobs ? { jobs: opts.jobs } : {})
   }
   return {
     name: 'upstream',

@@ -20,6 +20,8 @@ export interface CompiledPool {
 export interface Upstreams {
   readonly dispatcher: Dispatcher
   pool (name: string): CompiledPool
+  /** A provider by name: a job is polled at the provider that runs it, not a pool's random pick. */
+  provider (name: string): CompiledProvider
   /** Weighted pick; `random` in [0, 1) is injected so tests can choose. */
   pick (pool: CompiledPool, random: number): CompiledProvider
   close (): Promise<void>
@@ -66,6 +68,11 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
       const pool = pools.get(name)
       if (!pool) throw new Error(`unknown pool ${name}`)
       return pool
+    },
+    provider (name) {
+      const provider = providers.get(name)
+      if (!provider) throw new Error(`unknown provider ${name}`)
+      return provider
     },
     pick (pool, random) {
       let target = random * pool.totalWeight

@@ -4,22 +4,14 @@ import { costOf } from '../pricing/cost.js'
 import type { Usage } from '../pricing/usage-types.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
-import type { JobHoldStore } from '../store/jobs/types.js'
 import type { LedgerStore, SettleResult } from '../store/ledger/types.js'
 import { holdOf } from './hold.js'
 
 export interface SettleDeps {
   ledger: LedgerStore
-  jobs: JobHoldStore
   models: ModelCatalogue
   clock: Clock
 }
-
-/** Where a job's hold is recorded: its operation's job namespace (a create and its poll agree) and the upstream id. */
-function jobRef (ctx: RequestContext, id: string): string {
-  return `${ctx.plan.op.job?.namespace ?? ''}:${id}`
-}
-const ONE_JOB: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, images: 0, audioSeconds: 0, characters: 0, calls: 0, jobs: 1, reported: true }
 
 export interface Settled {
   billing: BillingStatus
@@ -83,33 +75,14 @@ function billingDecision (ctx: RequestContext, outcome: Outcome, usage: Usage | 
 }
 
 /**
- * A poll that sees its job ended settles the job's hold: the job's price when it completed,
- * nothing when it failed. Only one poll ever takes the hold (the job row is removed with it).
- */
-async function settleJobFromPoll (deps: SettleDeps, ctx: RequestContext, outcome: Outcome): Promise<Settled> {
-  const status = outcome.job?.status
-  if (outcome.httpStatus >= 400 || (status !== 'completed' && status !== 'failed')) return NOTHING
-  const id = outcome.job?.id ?? ctx.params.id
-  const taken = id === undefined ? null : await deps.jobs.take(jobRef(ctx, id))
-  if (!taken) return NOTHING
-  const base = { held: null, holdId: taken.holdId }
-  const model = deps.models.get(taken.modelId)
-  if (status === 'failed' || !model) {
-    await withRetry(async () => await deps.ledger.release(taken.holdId))
-    return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
-  }
-  const r = await withRetry(async () => await deps.ledger.settle({ holdId: taken.holdId, amount: costOf(model.price, ONE_JOB), requestId: ctx.requestId }))
-  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: `post:${taken.holdId}`, overage: overageOf(r) }
-}
-
-/**
  * Posts what the upstream produced and releases the rest of the hold, exactly once per
  * request. A charge above the hold (usage the worst case could not see, e.g. media fetched by
- * URL) is posted in full; the part above the hold is the overage the request log marks. Refused requests, upstream errors and upstream 4xx answers release the
- * whole hold. An accepted job keeps its hold until a poll sees the job end.
+ * URL) is posted in full; the part above the hold is the overage the request log marks.
+ * Refused requests, upstream errors and upstream 4xx answers release the whole hold. An
+ * accepted job keeps its hold: plugins/jobs recorded it with the job, and settles it once the
+ * job ends (a poll, a download or the watcher sees it).
  */
 export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Outcome, usage: Usage | null): Promise<Settled> {
-  if (ctx.plan.op.job?.role === 'poll') return await settleJobFromPoll(deps, ctx, outcome)
   const { ledger } = deps
   const hold = holdOf(ctx)
   if (!hold || hold.closed) return NOTHING
@@ -117,19 +90,11 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
   const { status, charge } = billingDecision(ctx, outcome, usage)
   if (status === 'PENDING') {
     hold.closed = true
-    const jobId = outcome.job?.id
-    if (jobId === undefined || !outcome.answeredModel) {
-      // An accepted job whose id could not be read can never be matched to its end: release.
+    if (outcome.job?.id === undefined) {
+      // An accepted job that plugins/jobs did not record can never be matched to its end: release.
       await withRetry(async () => await ledger.release(hold.holdId))
       return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
     }
-    await withRetry(async () => await deps.jobs.record({
-      jobRef: jobRef(ctx, jobId),
-      holdId: hold.holdId,
-      accountId: hold.accountId,
-      modelId: outcome.answeredModel?.id ?? hold.model.id,
-      createdAt: deps.clock.now()
-    }))
     return { ...base, billing: 'PENDING', cost: null, postingId: null, overage: null }
   }
   hold.closed = true

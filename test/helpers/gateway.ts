@@ -55,6 +55,12 @@ export interface TestGatewayOptions {
   credit?: string
   /** Run on another test gateway's store (same backend and location) and use its key. */
   shareStoreWith?: TestGateway
+  /**
+   * Run the background job watcher as the config says (default false: it is switched off, since
+   * its polls of a test's jobs would add upstream calls to tests that count them; job tests
+   * drive a watcher by hand or ask for this one).
+   */
+  jobWatcher?: boolean
 }
 
 export const REPO_CONFIG = new URL('../../gateway.yaml', import.meta.url).pathname
@@ -82,7 +88,10 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
   const ownMock = opts.mock === undefined
   const mock = opts.mock ?? await startMockUpstream()
   const env = { ...process.env, ...mockEnv(mock.url), PORT: '0', HOST: '127.0.0.1', ...(opts.env ?? {}) }
-  const { config } = loadConfig(opts.configFile ?? REPO_CONFIG, env)
+  const loaded = loadConfig(opts.configFile ?? REPO_CONFIG, env).config
+  const config: GatewayConfig = opts.jobWatcher === true
+    ? loaded
+    : { ...loaded, jobs: { ...loaded.jobs, watcher: { ...loaded.jobs.watcher, enabled: false } } }
   const backend = opts.backend ?? 'sqlite'
   const ownLocation = opts.location === undefined
   const location = opts.location ?? (backend === 'pg' ? randomSchemaName() : mkdtempSync(join(tmpdir(), 'gw-test-')))

@@ -1,7 +1,7 @@
 import pg from 'pg'
 import type { StoreContext } from '../context.js'
-import { createPgJobHoldStore } from '../jobs/pg-job-holds.js'
-import type { JobHoldStore } from '../jobs/types.js'
+import { createPgJobStore } from '../jobs/pg-jobs.js'
+import type { JobStore } from '../jobs/types.js'
 import { createPgLedgerStore } from '../ledger/pg-ledger.js'
 import type { LedgerStore } from '../ledger/types.js'
 import { pgMigrations } from '../migrations/pg/index.js'
@@ -18,7 +18,7 @@ export interface PgParts {
   keys: KeyStore
   requestLog: RequestLogStore
   ledger: LedgerStore
-  jobs: JobHoldStore
+  jobs: JobStore
   close(): Promise<void>
 }
 
@@ -56,7 +56,7 @@ export async function openPg (opts: OpenPgOptions, ctx: StoreContext): Promise<P
     keys: createPgKeyStore(pool, ctx),
     requestLog: createPgRequestLogStore(pool),
     ledger,
-    jobs: createPgJobHoldStore(pool),
+    jobs: createPgJobStore(pool),
     // Queued holds and settles are answered before the pool goes.
     close: async () => {
       await ledger.close()

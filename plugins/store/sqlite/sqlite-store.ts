@@ -2,8 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
-import { createSqliteJobHoldStore } from '../jobs/sqlite-job-holds.js'
-import type { JobHoldStore } from '../jobs/types.js'
+import { createSqliteJobStore } from '../jobs/sqlite-jobs.js'
+import type { JobStore } from '../jobs/types.js'
 import { createSqliteLedgerStore } from '../ledger/sqlite-ledger.js'
 import type { LedgerStore } from '../ledger/types.js'
 import { sqliteMigrations } from '../migrations/sqlite/index.js'
@@ -23,7 +23,7 @@ export interface SqliteParts {
   keys: KeyStore
   requestLog: RequestLogStore
   ledger: LedgerStore
-  jobs: JobHoldStore
+  jobs: JobStore
   close(): Promise<void>
 }
 
@@ -52,7 +52,7 @@ export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
     keys: createSqliteKeyStore(db, ctx),
     requestLog: createSqliteRequestLogStore(db),
     ledger,
-    jobs: createSqliteJobHoldStore(db),
+    jobs: createSqliteJobStore(db),
     // Queued holds and settles are answered before the database goes.
     close: async () => {
       await ledger.close()

@@ -5,5 +5,6 @@ import { ledger } from './002-ledger.js'
 import { requestLog } from './003-request-log.js'
 import { jobHolds } from './004-job-holds.js'
 import { overage } from './005-overage.js'
+import { jobs } from './006-jobs.js'
 
-export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage]
+export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs]
