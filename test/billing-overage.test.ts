@@ -101,8 +101,10 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const refused = await openai.chat.completions.create(BODY).then(() => null, (err: unknown) => err)
     t.match(refused, { status: 402, error: { code: 'BILLING_INSUFFICIENT_CREDITS' } })
     t.equal(gw.mock.calls.length, 0, 'nothing sent upstream')
-    const text = await openai.chat.completions.create({ ...BODY, messages: [{ role: 'user', content: 'Compare all' }] })
+    const { data: text, response } = await openai.chat.completions.create({ ...BODY, messages: [{ role: 'user', content: 'Compare all' }] }).withResponse()
     t.ok(text.id, 'the same request without the URLs fits the wallet')
+    // Settlement runs after the answer ended: wait for it (its request log row) before reading the ledger.
+    await settledRow(gw, response.headers.get('x-request-id') ?? '')
     const ledger = await ledgerState(gw)
     t.equal(ledger.charges.length, 1, 'only the request that ran is billed')
     t.equal(ledger.charges[0]?.overage, null, 'a charge within its hold is not marked')

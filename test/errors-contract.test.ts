@@ -144,6 +144,9 @@ const strictConfig = writeTestConfig((c) => {
   c.models.push({ ...flash, id: 'genai/gemini-text', upstream_model: 'gemini-text-001', capabilities: [], fallbacks: [] })
   // The default config pauses no model (the generative-content video model ships active).
   modelOf(c, 'genai/veo-3').status = 'paused'
+  // The default Claude models lower a max_tokens above their range (cap_output_tokens); this one refuses it.
+  const haiku = modelOf(c, 'anthropic/claude-haiku-3.5')
+  c.models.push({ ...haiku, id: 'anthropic/claude-uncapped', operations: { messages: { path: '/v1/messages' } }, fallbacks: [] })
 })
 t.teardown(strictConfig.remove)
 const strict = await startTestGateway({ configFile: strictConfig.file, mock: gw.mock, shareStoreWith: gw })
@@ -512,7 +515,7 @@ t.test('REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED: video sent to a chat-shaped en
 
 t.test('MODEL_PARAMETER_UNSUPPORTED: a billable parameter above the model\'s declared range', async (t) => {
   await expectError(t, await post(`${gw.url}/v1/chat/completions`, chatBody('openai/gpt-4o', 'hi', { max_tokens: 16385 })), 'chat', 'MODEL_PARAMETER_UNSUPPORTED', 'max_tokens')
-  await expectError(t, await post(`${gw.url}/v1/messages`, messagesBody('anthropic/claude-haiku-3.5', 'hi', { max_tokens: 8193 })), 'messages', 'MODEL_PARAMETER_UNSUPPORTED', 'max_tokens')
+  await expectError(t, await post(`${strict.url}/v1/messages`, messagesBody('anthropic/claude-uncapped', 'hi', { max_tokens: 8193 })), 'messages', 'MODEL_PARAMETER_UNSUPPORTED', 'max_tokens')
   await expectError(t, await post(`${gw.url}/genai/v1beta/models/genai%2Fimagen-4:generateImages`, JSON.stringify({ instances: [{ prompt: 'x' }], parameters: { sampleCount: 11 } })), 'genai', 'MODEL_PARAMETER_UNSUPPORTED', 'parameters.sampleCount')
   nothingForwarded(t)
 })

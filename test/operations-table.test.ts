@@ -39,7 +39,9 @@ const OLD: Record<string, { meter: string, job: string | null, usageChunk: boole
   'videos.content': { meter: 'none', job: 'content video', usageChunk: false, videoParts: true, countIsImages: false },
   'music.create': { meter: 'job', job: 'create music', usageChunk: false, videoParts: true, countIsImages: false },
   'jobs.get': { meter: 'job_poll', job: 'poll music', usageChunk: false, videoParts: true, countIsImages: false },
-  'genai.generateVideos': { meter: 'job', job: 'create operation', usageChunk: false, videoParts: true, countIsImages: false }
+  'genai.generateVideos': { meter: 'job', job: 'create operation', usageChunk: false, videoParts: true, countIsImages: false },
+  // Added with the jobs concern (the operation the @google/genai SDK polls); no hard-coded table had it.
+  'genai.operations.get': { meter: 'job_poll', job: 'poll operation', usageChunk: false, videoParts: true, countIsImages: false }
 }
 
 function described (op: CompiledOperation): typeof OLD[string] {
