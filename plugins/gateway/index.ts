@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
+import { idempotencyPlugin } from '../idempotency/index.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import { pipelineHost, type PipelineStats } from '../pipeline/host.js'
@@ -56,6 +57,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     requestPlugin(config.server),
     modelsPlugin(models),
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
+    // Before the wallet: a duplicate is refused before it holds anything.
+    idempotencyPlugin({ store: store.idempotency }),
     walletPlugin({ ledger: store.ledger, jobs: store.jobs, models, clock, config: config.wallet }),
     upstreamPlugin({ config, models, ...(parts.random ? { random: parts.random } : {}) }),
     requestLogPlugin({ writer: services.requestLog, clock })
