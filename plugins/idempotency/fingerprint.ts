@@ -92,20 +92,13 @@ function sha256 (): ReturnType<typeof createHash> {
   return createHash('sha256')
 }
 
-/** The multipart boundary of a Content-Type, or null. */
-function boundaryOf (contentType: string): string | null {
-  const m = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
-  return m?.[1] ?? m?.[2] ?? null
-}
-
 /**
  * Digest of the raw multipart bytes with the boundary taken out: a client's retry builds its
  * form again and a new random boundary with it, yet it is the same request.
  */
-function multipartDigest (raw: Buffer, contentType: string): string {
+function multipartDigest (raw: Buffer, boundary: string): string {
   const h = sha256()
-  const boundary = boundaryOf(contentType)
-  if (boundary === null) return h.update(raw).digest('hex')
+  if (boundary === '') return h.update(raw).digest('hex')
   const delimiter = Buffer.from(`--${boundary}`, 'latin1')
   let at = 0
   // Bounded: every turn moves past one delimiter.
@@ -119,7 +112,7 @@ function multipartDigest (raw: Buffer, contentType: string): string {
 /** Digest of what a body asks: canonical JSON, boundary-free multipart bytes, or no body. */
 export function bodyDigest (body: ParsedBody | undefined): string {
   if (body === undefined) return 'none'
-  if (body.kind === 'multipart') return `multipart:${multipartDigest(body.raw, body.contentType)}`
+  if (body.kind === 'multipart') return `multipart:${multipartDigest(body.raw, body.summary.boundary)}`
   let canonical: string
   try {
     canonical = canonicalJson(body.raw.toString('utf8'))
