@@ -99,6 +99,15 @@ export function idempotencyPlugin (deps: IdempotencyDeps): GatewayPlugin {
     }
   }
 
+  /** Takes the key for this request or refuses it with what the key's row says. */
+  const claimKey = async (state: IdempotencyState, claim: IdempotencyClaim): Promise<void> => {
+    // A database that cannot take the claim fails the request (retryable) rather than run it unprotected.
+    const status = await store.claim(claim, leaseMs)
+    if (status !== 'claimed') throw gatewayError(REFUSAL[status])
+    state.claim = claim
+    live.add(claim.owner)
+  }
+
   return {
     name: 'idempotency',
     setup (app) {
@@ -117,26 +126,23 @@ export function idempotencyPlugin (deps: IdempotencyDeps): GatewayPlugin {
       if (read.kind === 'invalid') throw gatewayError('REQUEST_INVALID', { detail: read.detail })
       ctx.state.idempotency = { key: read.key, claim: null }
     },
-    async charge (ctx) {
+    // Not async: a request without a key costs no promise in either phase.
+    charge (ctx) {
       const state = ctx.state.idempotency
       const auth = ctx.state.auth
       // No key, or a fallback of a request that already holds its key.
       if (state === undefined || state.claim !== null || auth === undefined) return
-      const claim: IdempotencyClaim = {
+      return claimKey(state, {
         accountId: auth.account.id,
         key: state.key,
         fingerprint: fingerprintOf({ routeId: ctx.plan.id, model: ctx.requestedModelId, body: ctx.body }),
         owner: ctx.requestId
-      }
-      const status = await store.claim(claim, leaseMs)
-      if (status !== 'claimed') throw gatewayError(REFUSAL[status])
-      state.claim = claim
-      live.add(claim.owner)
+      })
     },
-    async settle (ctx, outcome) {
+    settle (ctx, outcome) {
       const claim = ctx.state.idempotency?.claim
       if (claim === undefined || claim === null) return
-      await end(claim, outcome.kind === 'refused')
+      return end(claim, outcome.kind === 'refused')
     },
     async close () {
       for (const timer of timers) clearInterval(timer)
