@@ -60,6 +60,9 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   REQUEST_CLIENT_DISCONNECTED: { reference: 'GW-REQUEST-2006', status: 499, retryable: true, strategy: 'BACKOFF' },
   REQUEST_ABORTED: { reference: 'GW-REQUEST-2009', status: 499, retryable: true, strategy: 'BACKOFF' },
   REQUEST_ROUTE_NOT_FOUND: { reference: 'GW-REQUEST-2007', status: 404, retryable: false, strategy: 'NONE' },
+  REQUEST_IDEMPOTENCY_IN_PROGRESS: { reference: 'GW-REQUEST-2010', status: 409, retryable: true, strategy: 'BACKOFF', retryAfter: 1 },
+  REQUEST_IDEMPOTENCY_CONFLICT: { reference: 'GW-REQUEST-2011', status: 409, retryable: false, strategy: 'NONE' },
+  REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE: { reference: 'GW-REQUEST-2012', status: 409, retryable: false, strategy: 'NONE' },
   REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED: { reference: 'GW-REQUEST-2014', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_NOT_FOUND: { reference: 'GW-MODEL-3001', status: 404, retryable: false, strategy: 'NONE' },
   MODEL_ACCESS_DENIED: { reference: 'GW-MODEL-3002', status: 403, retryable: false, strategy: 'NONE' },
@@ -89,9 +92,6 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
  */
 const notYetReachable: Readonly<Record<string, string>> = {
   REQUEST_TIMEOUT: 'no client-wait timeout is enforced; a slow upstream answers PROVIDER_TIMEOUT (provider timeout_ms)',
-  REQUEST_IDEMPOTENCY_IN_PROGRESS: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
-  REQUEST_IDEMPOTENCY_CONFLICT: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
-  REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
   LIMIT_RATE_EXCEEDED: 'limits.tiers (requests_per_minute, concurrent_streams) are configured but no stage enforces them yet',
   LIMIT_API_KEY_QUOTA_EXHAUSTED: 'a key quota can be set through the admin API but no stage enforces it yet',
   LIMIT_IMAGE_DAILY_CAP: 'a key daily_image_cap can be set through the admin API but no stage enforces it yet',
@@ -805,6 +805,34 @@ t.test('MODEL_REQUIRES_TOPUP: an account that never topped up, whatever its bala
     await expectError(t, await callAs(second.url, 'chat', KEY_HEADER.chat(holder.key)), 'chat', 'MODEL_REQUIRES_TOPUP', 'model')
     nothingForwarded(t)
   })
+})
+
+t.test('REQUEST_IDEMPOTENCY_*: one request per X-Idempotency-Key of the account, never forwarded twice', async (t) => {
+  for (const family of FAMILIES) {
+    t.test(family, async (t) => {
+      const key = `contract-${family}-${randomBytes(6).toString('hex')}`
+      const headers = { ...KEY_HEADER[family](gw.key), 'x-idempotency-key': key }
+      // The first request runs against a slow upstream; its duplicate arrives while it runs.
+      const first = callAs(gw.url, family, { ...headers, 'x-mock-delay-ms': '1000' })
+      await gw.mock.waitForCalls(1)
+      await expectError(t, await callAs(gw.url, family, headers), family, 'REQUEST_IDEMPOTENCY_IN_PROGRESS')
+      const res = await first
+      await expectServed(t, res, 'the first request')
+      const id = res.headers.get('x-request-id') ?? ''
+      // Its settle phase (which records the key's end) ran before its finish phase.
+      await eventually(() => outcomes.has(id), 'the first request to settle')
+      await expectError(t, await callAs(gw.url, family, headers), family, 'REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE')
+      // The same key with another question.
+      const [path, changed] = family === 'chat'
+        ? ['/v1/chat/completions', chatBody(FAMILY_MODEL.chat, 'another question')]
+        : family === 'messages'
+          ? ['/v1/messages', messagesBody(FAMILY_MODEL.messages, 'another question')]
+          : [`/genai/v1beta/models/${encodeURIComponent(FAMILY_MODEL.genai)}:generateContent`, genaiBody([{ text: 'another question' }])]
+      const conflict = await fetch(gw.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: changed })
+      await expectError(t, conflict, family, 'REQUEST_IDEMPOTENCY_CONFLICT')
+      t.equal(gw.mock.calls.length, 1, 'the upstream was called once')
+    })
+  }
 })
 
 t.test('admin API refusals, in the chat-completions envelope', async (t) => {

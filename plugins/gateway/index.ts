@@ -5,6 +5,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
+import { idempotencyPlugin } from '../idempotency/index.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
 import { operationsPlugin } from '../operations/index.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
@@ -63,6 +64,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
     jobsPlugin(jobs),
     operationsPlugin(),
+    // Before the wallet: a duplicate is refused before it holds anything.
+    idempotencyPlugin({ store: store.idempotency }),
     walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet }),
     upstreamPlugin({ config, models, jobs, ...(parts.random ? { random: parts.random } : {}) }),
     requestLogPlugin({ writer: services.requestLog, clock })

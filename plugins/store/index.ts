@@ -73,6 +73,7 @@ export async function openStore (opts: OpenStoreOptions = {}): Promise<Store> {
     requestLog: parts.requestLog,
     ledger: parts.ledger,
     jobs: parts.jobs,
+    idempotency: parts.idempotency,
     bus,
     backend: parts.backend,
     secretGenerated: resolved.generated,
@@ -92,6 +93,7 @@ export type * from './types.js'
 export type * from './request-log/types.js'
 export type * from './ledger/types.js'
 export type * from './jobs/types.js'
+export type * from './idempotency/types.js'
 export { PostingConflictError, UnknownAccountError, UnknownHoldError } from './ledger/index.js'
 export { InvalidCursorError } from './request-log/index.js'
 export { DEFAULT_MINOR_UNIT_DIGITS, KEY_INPUT_FIELDS, validateKeyInput, validateKeyPatch } from './validate-key-input.js'

@@ -6,6 +6,7 @@ import type { InvalidationBus } from '../keys/invalidation-bus.js'
 import type { RequestLogStore } from './request-log/types.js'
 import type { LedgerStore } from './ledger/types.js'
 import type { JobStore } from './jobs/types.js'
+import type { IdempotencyStore } from './idempotency/types.js'
 
 export type AccountStatus = 'active' | 'suspended'
 
@@ -120,6 +121,8 @@ export interface Store {
   readonly ledger: LedgerStore
   /** Asynchronous jobs, owned by their account; billed once when they succeed. */
   readonly jobs: JobStore
+  /** Claims of `X-Idempotency-Key`s, per account: one request runs per key. */
+  readonly idempotency: IdempotencyStore
   /** Where mutations publish; KeyCache instances subscribe to it. */
   readonly bus: InvalidationBus
   readonly backend: StoreBackend

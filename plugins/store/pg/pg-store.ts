@@ -2,6 +2,8 @@ import pg from 'pg'
 import type { StoreContext } from '../context.js'
 import { createPgJobStore } from '../jobs/pg-jobs.js'
 import type { JobStore } from '../jobs/types.js'
+import { createPgIdempotencyStore } from '../idempotency/pg-idempotency.js'
+import type { IdempotencyStore } from '../idempotency/types.js'
 import { createPgLedgerStore } from '../ledger/pg-ledger.js'
 import type { LedgerStore } from '../ledger/types.js'
 import { pgMigrations } from '../migrations/pg/index.js'
@@ -19,6 +21,7 @@ export interface PgParts {
   requestLog: RequestLogStore
   ledger: LedgerStore
   jobs: JobStore
+  idempotency: IdempotencyStore
   close(): Promise<void>
 }
 
@@ -57,6 +60,7 @@ export async function openPg (opts: OpenPgOptions, ctx: StoreContext): Promise<P
     requestLog: createPgRequestLogStore(pool),
     ledger,
     jobs: createPgJobStore(pool),
+    idempotency: createPgIdempotencyStore(pool, ctx.clock),
     // Queued holds and settles are answered before the pool goes.
     close: async () => {
       await ledger.close()

@@ -4,6 +4,8 @@ import Database from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
 import { createSqliteJobStore } from '../jobs/sqlite-jobs.js'
 import type { JobStore } from '../jobs/types.js'
+import { createSqliteIdempotencyStore } from '../idempotency/sqlite-idempotency.js'
+import type { IdempotencyStore } from '../idempotency/types.js'
 import { createSqliteLedgerStore } from '../ledger/sqlite-ledger.js'
 import type { LedgerStore } from '../ledger/types.js'
 import { sqliteMigrations } from '../migrations/sqlite/index.js'
@@ -24,6 +26,7 @@ export interface SqliteParts {
   requestLog: RequestLogStore
   ledger: LedgerStore
   jobs: JobStore
+  idempotency: IdempotencyStore
   close(): Promise<void>
 }
 
@@ -53,6 +56,7 @@ export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
     requestLog: createSqliteRequestLogStore(db),
     ledger,
     jobs: createSqliteJobStore(db),
+    idempotency: createSqliteIdempotencyStore(db, ctx.clock),
     // Queued holds and settles are answered before the database goes.
     close: async () => {
       await ledger.close()

@@ -6,5 +6,6 @@ import { requestLog } from './003-request-log.js'
 import { jobHolds } from './004-job-holds.js'
 import { overage } from './005-overage.js'
 import { jobs } from './006-jobs.js'
+import { idempotency } from './007-idempotency.js'
 
-export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs]
+export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency]

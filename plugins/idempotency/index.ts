@@ -1,0 +1,152 @@
+import type { FastifyBaseLogger } from 'fastify'
+import { gatewayError, type ErrorCode } from '../errors/index.js'
+import type { GatewayPlugin } from '../pipeline/plugin.js'
+import type { ClaimStatus, IdempotencyClaim, IdempotencyStore } from '../store/idempotency/types.js'
+import { fingerprintOf } from './fingerprint.js'
+import { readIdempotencyKey } from './header.js'
+
+export { canonicalJson, bodyDigest, fingerprintOf } from './fingerprint.js'
+export { readIdempotencyKey, IDEMPOTENCY_HEADER, MAX_KEY_LENGTH } from './header.js'
+
+/** A running request's claim is a lease this long, renewed every third of it while the request lives. */
+export const IDEMPOTENCY_LEASE_MS = 60_000
+/** A key stays used this long after its request ended. */
+export const IDEMPOTENCY_RETENTION_MS = 24 * 3600_000
+/** How often each instance deletes the keys whose retention ended. */
+export const IDEMPOTENCY_SWEEP_INTERVAL_MS = 10 * 60_000
+
+/** Attempts to record the end of a request under a key (a database hiccup must not free a key that ran). */
+const END_ATTEMPTS = 3
+const END_RETRY_MS = 200
+
+export interface IdempotencyState {
+  /** The client's key, validated at admission. */
+  key: string
+  /** Set once this request holds the key (from the charge phase on). */
+  claim: IdempotencyClaim | null
+}
+
+declare module '../pipeline/context.js' {
+  interface RequestState {
+    /** The request's `X-Idempotency-Key` and its claim. */
+    idempotency: IdempotencyState
+  }
+}
+
+export interface IdempotencyDeps {
+  store: IdempotencyStore
+  leaseMs?: number
+  retentionMs?: number
+  sweepIntervalMs?: number
+}
+
+const REFUSAL: Readonly<Record<Exclude<ClaimStatus, 'claimed'>, ErrorCode>> = {
+  conflict: 'REQUEST_IDEMPOTENCY_CONFLICT',
+  in_progress: 'REQUEST_IDEMPOTENCY_IN_PROGRESS',
+  completed: 'REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE'
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => { setTimeout(resolve, ms) })
+
+/**
+ * `X-Idempotency-Key`, scoped to the account.
+ * admit:  validates the header (1–255 printable ASCII characters, sent once) → REQUEST_INVALID.
+ * charge: claims the key (atomic in the database) with a fingerprint of route, model and
+ *         canonical body; listed before the wallet, so a duplicate is refused (in progress,
+ *         replay unavailable, conflict) before it holds anything or reaches the upstream.
+ *         A fallback keeps the claim of its request.
+ * settle: a request refused before it ran (outcome `refused`: a later charge hook such as the
+ *         wallet, or a refusal of the forward phase before any upstream call) releases the key;
+ *         any other end (answered, upstream error, cut stream, client gone) keeps it used for
+ *         the retention.
+ * While a request runs its claim is renewed every third of the lease; a crashed instance's
+ * claims lapse at most one lease after its last renewal. Every instance purges expired keys.
+ */
+export function idempotencyPlugin (deps: IdempotencyDeps): GatewayPlugin {
+  const { store } = deps
+  const leaseMs = deps.leaseMs ?? IDEMPOTENCY_LEASE_MS
+  const retentionMs = deps.retentionMs ?? IDEMPOTENCY_RETENTION_MS
+  const sweepIntervalMs = deps.sweepIntervalMs ?? IDEMPOTENCY_SWEEP_INTERVAL_MS
+  /** Owners of the claims this instance holds: one renewal statement covers them all. */
+  const live = new Set<string>()
+  const timers: NodeJS.Timeout[] = []
+  let log: FastifyBaseLogger | null = null
+
+  const renew = (): void => {
+    if (live.size === 0) return
+    store.renew([...live], leaseMs).catch((err: unknown) => log?.error({ err }, 'idempotency lease renewal failed'))
+  }
+  const sweep = (): void => {
+    store.purge().then(
+      (n) => { if (n > 0) log?.info({ purged: n }, 'purged expired idempotency keys') },
+      (err: unknown) => log?.error({ err }, 'idempotency key sweep failed')
+    )
+  }
+  /** Records the end of a claimed request, retried a few times; the lease bounds a final failure. */
+  const end = async (claim: IdempotencyClaim, release: boolean): Promise<void> => {
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await (release ? store.release(claim.owner) : store.complete(claim.owner, retentionMs))
+          return
+        } catch (err) {
+          if (attempt >= END_ATTEMPTS) throw err
+          await sleep(END_RETRY_MS * attempt)
+        }
+      }
+    } finally {
+      live.delete(claim.owner)
+    }
+  }
+
+  /** Takes the key for this request or refuses it with what the key's row says. */
+  const claimKey = async (state: IdempotencyState, claim: IdempotencyClaim): Promise<void> => {
+    // A database that cannot take the claim fails the request (retryable) rather than run it unprotected.
+    const status = await store.claim(claim, leaseMs)
+    if (status !== 'claimed') throw gatewayError(REFUSAL[status])
+    state.claim = claim
+    live.add(claim.owner)
+  }
+
+  return {
+    name: 'idempotency',
+    setup (app) {
+      log = app.log
+      const renewer = setInterval(renew, Math.max(1, Math.floor(leaseMs / 3)))
+      const sweeper = setInterval(sweep, sweepIntervalMs)
+      renewer.unref()
+      sweeper.unref()
+      timers.push(renewer, sweeper)
+    },
+    admit (ctx, req) {
+      // Reads (job polls, content) change nothing: there is nothing to make safe to retry.
+      if (ctx.plan.method === 'GET') return
+      const read = readIdempotencyKey(req.raw.rawHeaders)
+      if (read.kind === 'absent') return
+      if (read.kind === 'invalid') throw gatewayError('REQUEST_INVALID', { detail: read.detail })
+      ctx.state.idempotency = { key: read.key, claim: null }
+    },
+    // Not async: a request without a key costs no promise in either phase.
+    charge (ctx) {
+      const state = ctx.state.idempotency
+      const auth = ctx.state.auth
+      // No key, or a fallback of a request that already holds its key.
+      if (state === undefined || state.claim !== null || auth === undefined) return
+      return claimKey(state, {
+        accountId: auth.account.id,
+        key: state.key,
+        fingerprint: fingerprintOf({ routeId: ctx.plan.id, model: ctx.requestedModelId, body: ctx.body }),
+        owner: ctx.requestId
+      })
+    },
+    settle (ctx, outcome) {
+      const claim = ctx.state.idempotency?.claim
+      if (claim === undefined || claim === null) return
+      return end(claim, outcome.kind === 'refused')
+    },
+    async close () {
+      for (const timer of timers) clearInterval(timer)
+      timers.length = 0
+    }
+  }
+}
