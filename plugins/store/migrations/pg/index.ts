@@ -4,5 +4,6 @@ import { accountsKeys } from './001-accounts-keys.js'
 import { ledger } from './002-ledger.js'
 import { requestLog } from './003-request-log.js'
 import { jobHolds } from './004-job-holds.js'
+import { holdRenewal } from './005-hold-renewal.js'
 
-export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds]
+export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, holdRenewal]
