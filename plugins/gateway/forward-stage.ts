@@ -9,7 +9,7 @@ import { rewriteJsonModel } from '../request/json-model.js'
 import { rewriteMultipartField } from '../request/multipart.js'
 import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from '../upstream/forward.js'
 import type { CompiledProvider, Upstreams } from '../upstream/providers.js'
-import { clientResponseHeaders, relay, type RelayEnd } from '../upstream/relay.js'
+import { clientResponseHeaders, relay, relayOutcome, type RelayEnd } from '../upstream/relay.js'
 import type { Outcome, RequestContext } from './context.js'
 import { runStages, type StageChain } from './stages.js'
 
@@ -22,6 +22,8 @@ export interface ForwardDeps {
   chain: StageChain
   headerFilter: RequestHeaderFilter
   drainTimeoutMs: number
+  /** How long a client may read nothing before it is cut (server.client_write_stall_ms). */
+  writeStallMs: number
   random: () => number
   /** Called once per request with how it ended (request log, billing settlement). */
   finish: (ctx: RequestContext, outcome: Outcome) => void
@@ -181,9 +183,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     }
 
     const outcomeOf = (end: RelayEnd): Outcome => ({
-      kind: end,
+      ...relayOutcome(end),
       httpStatus: upstream.statusCode,
-      errorCode: end === 'stream_interrupted' ? 'PROVIDER_STREAM_INTERRUPTED' : end === 'client_disconnected' ? 'REQUEST_CLIENT_DISCONNECTED' : null,
       answeredModel: answered,
       upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
       usage: finalUsage(),
@@ -198,6 +199,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       body: upstream.body,
       sse,
       drainTimeoutMs: deps.drainTimeoutMs,
+      writeStallMs: deps.writeStallMs,
       // Destroying the body aborts the upstream request (undici closes its connection).
       abortUpstream: () => { upstream.body.destroy() },
       // One walk meters and filters where the meter can; else the filter walks the stream apart.

@@ -89,6 +89,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     chain,
     headerFilter: { strip: new Set(config.auth.strip_headers.map((h) => h.toLowerCase())) },
     drainTimeoutMs: config.server.drain_timeout_ms,
+    writeStallMs: config.server.client_write_stall_ms,
     random: opts.random ?? Math.random,
     finish,
     ...(opts.settleNow ? { settleNow: opts.settleNow } : {}),

@@ -6,6 +6,7 @@ import { adminRoutes } from '../admin/routes.js'
 import { authStage, modelAccessStage } from '../auth/auth-stage.js'
 import { compileModels } from '../models/catalogue.js'
 import { interruptedStreamBilling } from '../wallet/settle.js'
+import { createHoldKeeper } from '../wallet/hold-renewal.js'
 import { walletStage } from '../wallet/wallet-stage.js'
 import { finishRequest } from './finish-request.js'
 import { gatewayFrameworkErrors, modelGateway, type GatewayOptions } from './index.js'
@@ -65,10 +66,11 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     while (inflight.count > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
     app.server.closeAllConnections()
   })
+  const keeper = createHoldKeeper({ ledger: services.store.ledger, warn: (fields) => { app.log.warn(fields, 'hold renewal') } })
   const stages = [
     authStage({ config: opts.config.auth, store: services.store, cache: services.keyCache, clock: services.clock }),
     modelAccessStage,
-    walletStage({ ledger: services.store.ledger, config: opts.config.wallet }),
+    walletStage({ ledger: services.store.ledger, config: opts.config.wallet, keeper }),
     ...(opts.stages ?? [])
   ]
   const models = compileModels(opts.config)
@@ -78,7 +80,8 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     models,
     requestLog: services.requestLog,
     clock: services.clock,
-    log: app.log
+    log: app.log,
+    keeper
   })
   const onFinish = opts.onFinish
   await app.register(modelGateway, {

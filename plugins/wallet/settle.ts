@@ -6,6 +6,7 @@ import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
 import type { JobHoldStore } from '../store/jobs/types.js'
 import type { LedgerStore } from '../store/ledger/types.js'
+import type { HoldKeeper } from './hold-renewal.js'
 import { holdOf, JOB_OPERATIONS } from './wallet-stage.js'
 
 export interface SettleDeps {
@@ -13,6 +14,8 @@ export interface SettleDeps {
   jobs: JobHoldStore
   models: ModelCatalogue
   clock: Clock
+  /** Stops the renewal of a hold once it is settled (see hold-renewal). */
+  keeper?: HoldKeeper
 }
 
 /** Which upstream job namespace an operation's job ids live in (a create and its poll agree). */
@@ -126,6 +129,7 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
   const { ledger } = deps
   const hold = holdOf(ctx)
   if (!hold || hold.closed) return NOTHING
+  deps.keeper?.drop(hold.holdId)
   const base = { held: hold.amount, holdId: hold.holdId }
   const { status, charge } = billingDecision(ctx, outcome, usage)
   if (status === 'PENDING') {

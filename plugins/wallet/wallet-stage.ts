@@ -8,6 +8,7 @@ import { costOf } from '../pricing/cost.js'
 import { parseMoney } from '../pricing/money.js'
 import { worstCaseUsage } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
+import type { HoldKeeper } from './hold-renewal.js'
 
 const WALLET_SLOT = 'wallet'
 
@@ -31,6 +32,8 @@ export const JOB_OPERATIONS: ReadonlySet<string> = new Set(['videos.create', 'mu
 export interface WalletStageDeps {
   ledger: LedgerStore
   config: WalletConfig
+  /** Renews each hold while its request runs (settle drops it). */
+  keeper?: HoldKeeper
 }
 
 /** Worst-case cost of the request at this model's price. */
@@ -65,6 +68,7 @@ export function walletStage (deps: WalletStageDeps): Stage {
       const previous = holdOf(ctx)
       if (previous && !previous.closed) {
         previous.closed = true
+        deps.keeper?.drop(previous.holdId)
         await deps.ledger.release(previous.holdId)
       }
       const amount = worstCaseCost(ctx, model)
@@ -74,7 +78,9 @@ export function walletStage (deps: WalletStageDeps): Stage {
         ctx.slots.delete(WALLET_SLOT)
         throw gatewayError('BILLING_INSUFFICIENT_CREDITS')
       }
-      ctx.slots.set(WALLET_SLOT, { holdId: held.holdId, amount, accountId: auth.account.id, model, closed: false } satisfies RequestHold)
+      const hold: RequestHold = { holdId: held.holdId, amount, accountId: auth.account.id, model, closed: false }
+      ctx.slots.set(WALLET_SLOT, hold)
+      deps.keeper?.keep(hold, ttlMs)
       ctx.billing = 'PENDING'
     }
   }
