@@ -2,7 +2,9 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { GatewayConfig } from '../config/types.js'
 import { compileCatalogue, gatewayError, renderError, toOccurrence, classify } from '../errors/index.js'
 import { compileModels, type ModelCatalogue } from '../models/catalogue.js'
-import { isParsedBody, registerBodyParsers } from '../request/body.js'
+import { capConnectionsPerAddress } from '../limits/connection-cap.js'
+import { bodyOptionsOf, isParsedBody, registerBodyParsers } from '../request/body.js'
+import { deferredWorkStage } from '../request/deferred-work.js'
 import { compileRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
 import { compileUpstreams } from '../upstream/providers.js'
 import type { Outcome, RequestContext } from './context.js'
@@ -72,7 +74,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
   const models = opts.models ?? compileModels(config)
   const routes = compileRoutes(config)
   const upstreams = compileUpstreams(config)
-  const chain = buildStageChain([requestStage, modelStage(models), capabilityStage, ...(opts.stages ?? [])])
+  const chain = buildStageChain([requestStage, deferredWorkStage, modelStage(models), capabilityStage, ...(opts.stages ?? [])])
   app.decorateRequest('gatewayContext', null)
   app.addHook('onClose', async () => { await upstreams.close() })
 
@@ -106,8 +108,9 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     return reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
   }
 
-  registerBodyParsers(app, config.server.body_limit_bytes)
+  registerBodyParsers(app, bodyOptionsOf(config.server, routes))
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err))
+  capConnectionsPerAddress(app, config.server.max_connections_per_address)
   app.setNotFoundHandler((req, reply) => sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND')))
 
   const handle = async (req: FastifyRequest, reply: FastifyReply, plan: RoutePlan, params: { model?: string, id?: string }): Promise<void> => {

@@ -6,6 +6,7 @@ import { adminRoutes } from '../admin/routes.js'
 import { authStage, modelAccessStage } from '../auth/auth-stage.js'
 import { compileModels } from '../models/catalogue.js'
 import { interruptedStreamBilling } from '../wallet/settle.js'
+import { serverBounds } from '../request/server-bounds.js'
 import { createHoldKeeper } from '../wallet/hold-renewal.js'
 import { walletStage } from '../wallet/wallet-stage.js'
 import { finishRequest } from './finish-request.js'
@@ -44,6 +45,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   const app = Fastify({
     logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
     bodyLimit: opts.config.server.body_limit_bytes,
+    ...serverBounds(opts.config.server),
     genReqId: newRequestId,
     // One log line per request comes from the gateway's own finish hook, not Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
