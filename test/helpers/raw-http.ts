@@ -74,3 +74,37 @@ export async function closedWithin (conn: RawConnection, timeoutMs: number): Pro
   const timer = new Promise<false>((resolve) => { setTimeout(() => { resolve(false) }, timeoutMs).unref() })
   return await Promise.race([conn.closed.then(() => true), timer])
 }
+
+/**
+ * Writes `body` in `chunkSize` pieces, waiting for the socket to take each, until it is all
+ * written or the server answered or closed. Answers how many bytes were written.
+ */
+export async function writeUntilAnswered (conn: RawConnection, body: Buffer, chunkSize = 64 * 1024): Promise<number> {
+  let sent = 0
+  while (sent < body.length) {
+    if (conn.socket.destroyed || conn.socket.writableEnded || parseAnswer(conn.received()) !== null) return sent
+    const piece = body.subarray(sent, sent + chunkSize)
+    const room = conn.socket.write(piece)
+    sent += piece.length
+    if (!room) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => { conn.socket.off('drain', done); conn.socket.off('close', done); resolve() }
+        conn.socket.once('drain', done)
+        conn.socket.once('close', done)
+      })
+    }
+  }
+  return sent
+}
+
+/** A multipart/form-data body built by hand (exact bytes, any number of parts). */
+export function multipartOf (boundary: string, parts: Array<{ name: string, value: string | Buffer, filename?: string, contentType?: string }>): Buffer {
+  const pieces: Buffer[] = []
+  for (const p of parts) {
+    let head = `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"`
+    if (p.filename !== undefined) head += `; filename="${p.filename}"\r\nContent-Type: ${p.contentType ?? 'application/octet-stream'}`
+    pieces.push(Buffer.from(head + '\r\n\r\n'), Buffer.isBuffer(p.value) ? p.value : Buffer.from(p.value), Buffer.from('\r\n'))
+  }
+  pieces.push(Buffer.from(`--${boundary}--\r\n`))
+  return Buffer.concat(pieces)
+}
