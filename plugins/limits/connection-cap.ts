@@ -41,10 +41,13 @@ export function capConnectionsPerAddress (app: FastifyInstance, max: number): Co
     if (!counts.add(address, max)) socket[OVER_CAP] = true
     socket.once('close', () => { counts.remove(address) })
   })
-  app.addHook('onRequest', async (req) => {
+  // A callback hook, not an async one: no promise per request on the hot path.
+  app.addHook('onRequest', (req, _reply, done) => {
     if ((req.raw.socket as MarkedSocket)[OVER_CAP] === true) {
-      throw gatewayError('LIMIT_RATE_EXCEEDED', { closeConnection: true, retryAfterSeconds: 1, detail: 'Too many connections are open from this address.' })
+      done(gatewayError('LIMIT_RATE_EXCEEDED', { closeConnection: true, retryAfterSeconds: 1, detail: 'Too many connections are open from this address.' }))
+      return
     }
+    done()
   })
   return counts
 }

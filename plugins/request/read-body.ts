@@ -22,7 +22,7 @@ interface Pending {
 
 /**
  * Deadlines of the bodies being read: one interval timer for all of them (started with the
- * first, stopped with the last), never a timer per request or per chunk. A body is refused at
+ * first, stopped by a sweep that finds none), never a timer per request or per chunk. A body is refused at
  * most one sweep period after its deadline.
  */
 export class BodyDeadlines {
@@ -46,13 +46,16 @@ export class BodyDeadlines {
 
   delete (p: Pending): void {
     this.pending.delete(p)
-    if (this.pending.size === 0 && this.timer !== undefined) {
-      clearInterval(this.timer)
-      this.timer = undefined
-    }
   }
 
   private sweep (): void {
+    // Stopped by a sweep that finds nothing pending, not by the last delete: a steady trickle
+    // of requests then starts one timer per idle period, not one per request.
+    if (this.pending.size === 0) {
+      clearInterval(this.timer)
+      this.timer = undefined
+      return
+    }
     const due = this.now() - this.timeoutMs
     for (const p of [...this.pending]) {
       if (p.startedAt <= due) {
