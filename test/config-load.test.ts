@@ -63,7 +63,7 @@ t.test('defaults are filled', async (t) => {
     headers_timeout_ms: 20000,
     connection_idle_timeout_ms: 300000,
     keep_alive_timeout_ms: 72000,
-    max_connections_per_address: 256,
+    max_connections_per_address: 1024,
     shutdown_grace_ms: 30000
   })
   const route = config.routes[0]

@@ -66,10 +66,6 @@ export class BodyDeadlines {
   }
 }
 
-/** A refusal that leaves unread bytes behind: its answer closes the connection. */
-function refusal (code: 'REQUEST_TOO_LARGE' | 'REQUEST_TIMEOUT', detail?: string): GatewayError {
-  return gatewayError(code, { closeConnection: true, ...(detail === undefined ? {} : { detail }) })
-}
 
 /**
  * Reads `payload` whole into one Buffer within `bounds` and the deadline. `declaredLength` is
@@ -80,7 +76,7 @@ export function readBody (payload: Readable, declaredLength: string | undefined,
     if (declaredLength !== undefined) {
       const n = Number(declaredLength)
       if (Number.isFinite(n) && n > bounds.limit) {
-        reject(refusal('REQUEST_TOO_LARGE'))
+        reject(gatewayError('REQUEST_TOO_LARGE', { closeConnection: true }))
         return
       }
     }
@@ -105,13 +101,15 @@ export function readBody (payload: Readable, declaredLength: string | undefined,
     }
     const onData = (chunk: Buffer): void => {
       received += chunk.length
-      if (received > bounds.limit) { stop(refusal('REQUEST_TOO_LARGE')); return }
+      if (received > bounds.limit) { stop(gatewayError('REQUEST_TOO_LARGE', { closeConnection: true })); return }
       if (bounds.guard && !bounds.guard.check.push(chunk)) { stop(bounds.guard.error()); return }
       chunks.push(chunk)
     }
     const onEnd = (): void => { stop(null) }
-    const onError = (): void => { stop(gatewayError('REQUEST_ABORTED')) }
-    const pending = deadlines.add(() => { stop(refusal('REQUEST_TIMEOUT', 'The request body did not arrive in time.')) })
+    // The client went away mid-body: nobody reads the answer, this only ends the request.
+    const onError = (): void => { stop(gatewayError('REQUEST_CLIENT_DISCONNECTED')) }
+    // A refusal leaves unread bytes behind: its answer closes the connection.
+    const pending = deadlines.add(() => { stop(gatewayError('REQUEST_TIMEOUT', { closeConnection: true, detail: 'The request body did not arrive in time.' })) })
     payload.on('data', onData)
     payload.once('end', onEnd)
     payload.once('error', onError)

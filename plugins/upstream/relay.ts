@@ -219,7 +219,8 @@ export function relay (o: RelayOptions): void {
   // Settled already; a client that leaves the answer's last bytes unread for the stall bound
   // does not keep its connection and their buffer any longer.
   const cutIfUnread = (): void => {
-    if (o.writeStallMs <= 0 || res.writableFinished || res.destroyed) return
+    // Only a client that is behind (its socket full at the last write) gets a timer.
+    if (o.writeStallMs <= 0 || !res.writableNeedDrain || res.writableFinished || res.destroyed) return
     const cut = setTimeout(() => { if (!res.writableFinished) res.destroy() }, o.writeStallMs)
     cut.unref()
     res.once('finish', () => { clearTimeout(cut) })
