@@ -7,10 +7,12 @@
 import Fastify, { LogController } from 'fastify'
 import { authStage, modelAccessStage } from '../../plugins/auth/auth-stage.js'
 import { loadConfig } from '../../plugins/config/index.js'
+import { serverBounds } from '../../plugins/request/server-bounds.js'
 import { gatewayFrameworkErrors, modelGateway, type Stage } from '../../plugins/gateway/index.js'
 import { newRequestId } from '../../plugins/gateway/server.js'
 import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
+import { withoutAddressCap } from './bench-config.js'
 import { runChild } from './child-runtime.js'
 import { openBenchServices, type BenchServices } from './seed.js'
 import { ServedCounter } from './served.js'
@@ -21,11 +23,12 @@ await runChild(async () => {
   const upstream = requiredEnv('BENCH_UPSTREAM_URL')
   const stageSet = process.env.BENCH_GATEWAY_STAGES ?? 'none'
   if (!(STAGE_SETS as readonly string[]).includes(stageSet)) throw new Error(`BENCH_GATEWAY_STAGES=${stageSet}: expected one of ${STAGE_SETS.join(', ')}`)
-  const { config } = loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env })
+  const config = withoutAddressCap(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)
   // buildServer's Fastify options (plugins/gateway/server.ts), logger off as in the gateway child.
   const app = Fastify({
     logger: false,
     bodyLimit: config.server.body_limit_bytes,
+    ...serverBounds(config.server),
     genReqId: newRequestId,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     frameworkErrors: gatewayFrameworkErrors(config),
