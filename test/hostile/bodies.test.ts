@@ -51,8 +51,14 @@ function refusedInEnvelope (t: Test, answer: RawAnswer | null, status: number, c
 
 interface Before { calls: number, charges: number }
 
+/** The counts to compare with, once the requests of earlier tests have settled (settlement follows the answer). */
 async function before (gw: TestGateway): Promise<Before> {
-  return { calls: gw.mock.calls.length, charges: (await ledgerState(gw)).charges.length }
+  for (let i = 0; i < 250; i++) {
+    const ledger = await ledgerState(gw)
+    if (ledger.openHolds === 0) return { calls: gw.mock.calls.length, charges: ledger.charges.length }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  throw new Error('earlier requests did not settle')
 }
 
 async function nothingHeldOrForwarded (t: Test, gw: TestGateway, was: Before): Promise<void> {
