@@ -53,7 +53,18 @@ t.test('defaults are filled', async (t) => {
     host: '0.0.0.0',
     body_limit_bytes: 26214400,
     content_language: 'en',
+    json_body_limit_bytes: 10485760,
+    json_max_depth: 64,
+    multipart_max_parts: 64,
+    multipart_max_fields: 48,
+    multipart_max_files: 16,
     drain_timeout_ms: 30000,
+    client_write_stall_ms: 30000,
+    request_timeout_ms: 120000,
+    headers_timeout_ms: 20000,
+    connection_idle_timeout_ms: 300000,
+    keep_alive_timeout_ms: 72000,
+    max_connections_per_address: 1024,
     shutdown_grace_ms: 30000
   })
   const route = config.routes[0]

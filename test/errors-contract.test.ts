@@ -20,6 +20,7 @@ import { ManualClock } from './helpers/store.js'
 import { replyChunks } from './fixtures/mock-upstream.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { modelOf, providerOf, writeTestConfig } from './helpers/test-config.js'
+import { answerOn, openConnection, requestHead, type RawAnswer } from './helpers/raw-http.js'
 import { closedPort, eventually, multipartBody, sseEvents } from './helpers/wire.js'
 
 /** The assertions these helpers use; both the root `t` and subtests have them. */
@@ -63,6 +64,8 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   REQUEST_IDEMPOTENCY_IN_PROGRESS: { reference: 'GW-REQUEST-2010', status: 409, retryable: true, strategy: 'BACKOFF', retryAfter: 1 },
   REQUEST_IDEMPOTENCY_CONFLICT: { reference: 'GW-REQUEST-2011', status: 409, retryable: false, strategy: 'NONE' },
   REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE: { reference: 'GW-REQUEST-2012', status: 409, retryable: false, strategy: 'NONE' },
+  REQUEST_TIMEOUT: { reference: 'GW-REQUEST-2008', status: 408, retryable: true, strategy: 'BACKOFF' },
+  LIMIT_RATE_EXCEEDED: { reference: 'GW-LIMIT-4001', status: 429, retryable: true, strategy: 'BACKOFF', retryAfter: 1 },
   REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED: { reference: 'GW-REQUEST-2014', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_NOT_FOUND: { reference: 'GW-MODEL-3001', status: 404, retryable: false, strategy: 'NONE' },
   MODEL_ACCESS_DENIED: { reference: 'GW-MODEL-3002', status: 403, retryable: false, strategy: 'NONE' },
@@ -91,8 +94,6 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
  * produced (the list went stale).
  */
 const notYetReachable: Readonly<Record<string, string>> = {
-  REQUEST_TIMEOUT: 'no client-wait timeout is enforced; a slow upstream answers PROVIDER_TIMEOUT (provider timeout_ms)',
-  LIMIT_RATE_EXCEEDED: 'limits.tiers (requests_per_minute, concurrent_streams) are configured but no stage enforces them yet',
   LIMIT_API_KEY_QUOTA_EXHAUSTED: 'a key quota can be set through the admin API but no stage enforces it yet',
   LIMIT_IMAGE_DAILY_CAP: 'a key daily_image_cap can be set through the admin API but no stage enforces it yet',
   LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED: 'a key daily_spend_cap can be set through the admin API but no stage enforces it yet'
@@ -435,6 +436,52 @@ t.test('REQUEST_CONTENT_TOO_LARGE: one multipart file over the route item limit'
     { name: 'image', value: image, filename: 'big.png', contentType: 'image/png' }
   ])
   await expectError(t, await post(`${gw.url}/v1/images/edits`, form.body, form.contentType), 'chat', 'REQUEST_CONTENT_TOO_LARGE', 'image')
+  nothingForwarded(t)
+})
+
+/** A short body deadline and a cap of 2 connections per address (test/hostile/ covers them in depth). */
+const boundedConfig = writeTestConfig((c) => {
+  c.server.request_timeout_ms = 1000
+  c.server.max_connections_per_address = 2
+})
+t.teardown(boundedConfig.remove)
+const bounded = await startTestGateway({ configFile: boundedConfig.file, mock: gw.mock, shareStoreWith: gw })
+t.teardown(() => bounded.close())
+
+function asResponse (a: RawAnswer | null): Response {
+  if (a === null) throw new Error('the connection closed without an answer')
+  return new Response(a.body, { status: a.status, headers: a.headers })
+}
+
+t.test('REQUEST_TIMEOUT: a body that does not arrive within server.request_timeout_ms', async (t) => {
+  for (const [path, family, headers] of [
+    ['/v1/chat/completions', 'chat', gw.auth],
+    ['/v1/messages', 'messages', { 'x-api-key': gw.key }]
+  ] as const) {
+    const conn = await openConnection(bounded.url)
+    conn.socket.write(requestHead('POST', path, { ...headers, 'content-type': 'application/json', 'content-length': 64 }) + '{')
+    const res = asResponse(await answerOn(conn, 5000))
+    t.equal(res.headers.get('connection'), 'close', 'the rest of the body is not read')
+    await expectError(t, res, family, 'REQUEST_TIMEOUT')
+    conn.socket.destroy()
+  }
+  nothingForwarded(t)
+})
+
+t.test('LIMIT_RATE_EXCEEDED: a connection over server.max_connections_per_address', async (t) => {
+  const held = [await openConnection(bounded.url), await openConnection(bounded.url)]
+  const extra = await openConnection(bounded.url)
+  const body = genaiBody()
+  extra.socket.write(requestHead('POST', '/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent', {
+    'x-genai-api-key': gw.key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body)
+  }) + body)
+  await expectError(t, asResponse(await answerOn(extra, 5000)), 'genai', 'LIMIT_RATE_EXCEEDED')
+  for (const c of [...held, extra]) c.socket.destroy()
+  nothingForwarded(t)
+})
+
+t.test('MODEL_PARAMETER_UNSUPPORTED: deferred work on a route that declares it (background responses)', async (t) => {
+  await expectError(t, await post(`${gw.url}/v1/responses`, JSON.stringify({ model: 'openai/gpt-4o', input: 'hi', background: true })), 'chat', 'MODEL_PARAMETER_UNSUPPORTED', 'background')
   nothingForwarded(t)
 })
 

@@ -51,7 +51,7 @@ function forwarder (log: string[]): GatewayPlugin {
 async function host (plugins: GatewayPlugin[]): Promise<FastifyInstance> {
   const app = Fastify({ logger: false })
   // The request plugin (the real one) registers the body parsers the gateway reads bodies with.
-  await app.register(pipelineHost, { config, plugins: [requestPlugin(config.server), ...plugins] })
+  await app.register(pipelineHost, { config, plugins: [requestPlugin(config), ...plugins] })
   return app
 }
 

@@ -1,7 +1,7 @@
 // The relay on its own, over a real HTTP server: how a filter's output and an answer held back
 // until `beforeEnd` come together.
 import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import t from 'tap'
 import { relay, type RelayEnd, type RelayFilter } from '../plugins/upstream/relay.js'
@@ -45,6 +45,7 @@ t.test('an answer held back for beforeEnd keeps its order, the filter\'s last by
       body: Readable.from(chunks.map((c) => Buffer.from(c))),
       sse: false,
       drainTimeoutMs: 1000,
+      writeStallMs: 0,
       abortUpstream: () => {},
       filter: holdingLastByte(),
       errorFrame: () => '',
@@ -78,6 +79,7 @@ t.test('the filter sees every chunk, also after the client left', async (t) => {
         body: Readable.from(upstream()),
         sse: true,
         drainTimeoutMs: 5000,
+        writeStallMs: 0,
         abortUpstream: () => {},
         filter,
         errorFrame: () => '',
@@ -96,4 +98,44 @@ t.test('the filter sees every chunk, also after the client left', async (t) => {
   })
   t.equal(await ended, 'client_disconnected')
   t.equal(filter.pushed, 3, 'all three chunks went through the filter')
+})
+
+t.test('a client that reads nothing for writeStallMs is cut; the upstream is read to its end for its usage', async (t) => {
+  const piece = Buffer.alloc(64 * 1024, 'a')
+  const pieces = 512 // 32 MiB: more than the sockets' buffers hold
+  let seen = 0
+  let aborted = false
+  const ended = new Promise<RelayEnd>((resolve) => {
+    void serve((res) => {
+      async function * upstream (): AsyncGenerator<Buffer> {
+        for (let i = 0; i < pieces; i++) yield piece
+      }
+      relay({
+        res,
+        status: 200,
+        headers: { 'content-type': 'application/octet-stream' },
+        body: Readable.from(upstream()),
+        sse: false,
+        drainTimeoutMs: 30_000,
+        writeStallMs: 200,
+        abortUpstream: () => { aborted = true },
+        onChunk: () => { seen++ },
+        errorFrame: () => '',
+        onEnd: (end) => { resolve(end) }
+      })
+    }).then(({ url, server }) => {
+      t.teardown(() => { server.close() })
+      const { port } = new URL(url)
+      // A raw socket that never reads: the relay's writes fill it and then wait for 'drain'.
+      const socket = connect({ host: '127.0.0.1', port: Number(port) }, () => {
+        socket.write('GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n')
+        socket.pause()
+      })
+      socket.on('error', () => {})
+      t.teardown(() => { socket.destroy() })
+    })
+  })
+  t.equal(await ended, 'client_stalled', 'ended as a stalled client')
+  t.equal(seen, pieces, 'every upstream chunk was still read (and metered) after the cut')
+  t.notOk(aborted, 'the upstream ended within the drain window, so it was not cancelled')
 })

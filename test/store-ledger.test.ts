@@ -350,6 +350,41 @@ for (const backend of testBackends()) {
       await consistent(t, id)
     })
 
+    t.test('renew moves an open hold\'s expiry forward, so the reaper leaves it and its settle posts', async (t) => {
+      const id = await funded(10_000n)
+      const start = clock.now().getTime()
+      const live = holdId(await hold(id, 4000n, 0n, 1_000))
+      clock.advance(900)
+      t.same(await ledger.renew(live, 1_000), { renewed: true, expiresAt: new Date(start + 1_900) }, 'now + ttl')
+      t.same((await ledger.openHolds(id)).map((h) => h.expiresAt), [new Date(start + 1_900)])
+      clock.advance(900)
+      t.equal(await ledger.reapExpired(), 0, 'past its first expiry, the renewed hold is not reaped')
+      t.same(await ledger.renew(live, 10), { renewed: true, expiresAt: new Date(start + 1_900) }, 'a shorter renewal never moves the expiry back')
+      t.same(await ledger.settle({ holdId: live, amount: 3000n, requestId: 'long stream' }), {
+        posted: 3000n,
+        released: 1000n,
+        capped: false,
+        duplicate: false,
+      }, 'settled after its first expiry, the renewed hold posts in full')
+      t.same(await ledger.renew(live, 1_000), { renewed: false, expiresAt: null }, 'a closed hold is not renewed')
+      await consistent(t, id)
+    })
+
+    t.test('renew never revives an expired hold, reaped or not', async (t) => {
+      const id = await funded(10_000n)
+      const lapsed = holdId(await hold(id, 1000n, 0n, 1_000))
+      const reaped = holdId(await hold(id, 2000n, 0n, 1_000))
+      clock.advance(1_000)
+      t.same(await ledger.renew(lapsed, 60_000), { renewed: false, expiresAt: null }, 'expired, not reaped yet')
+      t.equal(await ledger.reapExpired(), 2, 'both are reaped: the late renewal changed nothing')
+      t.same(await ledger.renew(reaped, 60_000), { renewed: false, expiresAt: null }, 'reaped')
+      t.same(await ledger.openHolds(id), [])
+      t.same(await ledger.wallet(id), { accountId: id, balance: 10_000n, held: 0n, available: 10_000n })
+      await t.rejects(ledger.renew('hold_unknown', 1_000), UnknownHoldError)
+      await t.rejects(ledger.renew(lapsed, 0), RangeError, 'ttl must be positive')
+      await consistent(t, id)
+    })
+
     t.test('reapExpired from many callers at once releases each hold once', async (t) => {
       const id = await funded(1_000_000n)
       await Promise.all(Array.from({ length: 50 }, (_, i) => hold(id, BigInt(i + 1), 0n, 1_000)))

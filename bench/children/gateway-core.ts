@@ -11,9 +11,11 @@ import { gatewayFrameworkErrors, newRequestId, outcomeObserver, type GatewayPlug
 import { compileModels, modelsPlugin } from '../../plugins/models/index.js'
 import { pipelineHost } from '../../plugins/pipeline/host.js'
 import { requestPlugin } from '../../plugins/request/index.js'
+import { serverBounds } from '../../plugins/request/server-bounds.js'
 import { upstreamPlugin } from '../../plugins/upstream/index.js'
 import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
+import { withoutAddressCap } from './bench-config.js'
 import { runChild } from './child-runtime.js'
 import { openBenchServices, type BenchServices } from './seed.js'
 import { ServedCounter } from './served.js'
@@ -24,11 +26,12 @@ await runChild(async () => {
   const upstream = requiredEnv('BENCH_UPSTREAM_URL')
   const stageSet = process.env.BENCH_GATEWAY_STAGES ?? 'none'
   if (!(STAGE_SETS as readonly string[]).includes(stageSet)) throw new Error(`BENCH_GATEWAY_STAGES=${stageSet}: expected one of ${STAGE_SETS.join(', ')}`)
-  const { config } = loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env })
+  const config = withoutAddressCap(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)
   // buildServer's Fastify options (plugins/server/server.ts), logger off as in the gateway child.
   const app = Fastify({
     logger: false,
     bodyLimit: config.server.body_limit_bytes,
+    ...serverBounds(config.server),
     genReqId: newRequestId,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     frameworkErrors: gatewayFrameworkErrors(config),
@@ -37,7 +40,7 @@ await runChild(async () => {
   })
   let bench: BenchServices | undefined
   const models = compileModels(config)
-  const plugins: GatewayPlugin[] = [requestPlugin(config.server)]
+  const plugins: GatewayPlugin[] = [requestPlugin(config)]
   if (stageSet === 'auth') {
     bench = await openBenchServices(config)
     const { services } = bench

@@ -8,6 +8,7 @@ import { outcomeObserver } from '../../plugins/gateway/index.js'
 import { buildServer } from '../../plugins/server/server.js'
 import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
+import { withoutAddressCap } from './bench-config.js'
 import { runChild } from './child-runtime.js'
 import { billingCounts, openBenchServices } from './seed.js'
 import { ServedCounter } from './served.js'
@@ -15,7 +16,7 @@ import { ServedCounter } from './served.js'
 await runChild(async () => {
   const upstream = requiredEnv('BENCH_UPSTREAM_URL')
   // The process environment wins, so a target can point one provider elsewhere.
-  const { config } = loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env })
+  const config = withoutAddressCap(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)
   const bench = await openBenchServices(config, { storeWrites: process.env.BENCH_STORE_WRITES !== 'off' })
   const served = new ServedCounter()
   const app = await buildServer({ config, services: bench.services, logger: false, plugins: (defaults) => [...defaults, outcomeObserver(served.onFinish)] })

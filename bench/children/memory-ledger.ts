@@ -5,7 +5,7 @@
 // inserted. Every other store call goes to the real store. A measuring device, not a mode of
 // the gateway: a crash would lose every charge it made.
 import { UnknownHoldError } from '../../plugins/store/ledger/ledger-input.js'
-import type { LedgerStore, SettleResult } from '../../plugins/store/ledger/types.js'
+import type { LedgerStore, RenewResult, SettleResult } from '../../plugins/store/ledger/types.js'
 import type { RequestLogStore } from '../../plugins/store/request-log/types.js'
 
 /** An open hold; a closed one is forgotten (the gateway never closes a hold twice). */
@@ -71,6 +71,15 @@ export class MemoryHotLedger implements LedgerStore {
   async release (holdId: string): ReturnType<LedgerStore['release']> {
     const { released, duplicate } = this.close(holdId, null)
     return { released, duplicate }
+  }
+
+  async renew (holdId: string, ttlMs: number): Promise<RenewResult> {
+    const h = this.holds.get(holdId)
+    if (!h) throw new UnknownHoldError(holdId)
+    const now = Date.now()
+    if (h.expiresAt.getTime() <= now) return { renewed: false, expiresAt: null }
+    h.expiresAt = new Date(Math.max(h.expiresAt.getTime(), now + ttlMs))
+    return { renewed: true, expiresAt: h.expiresAt }
   }
 
   credit (input: Parameters<LedgerStore['credit']>[0]): ReturnType<LedgerStore['credit']> { return this.real.credit(input) }

@@ -11,14 +11,36 @@ export type ModelStatus = 'active' | 'paused' | 'retired'
 export interface ServerConfig {
   port: number
   host: string
-  /** Whole request body cap in bytes (REQUEST_TOO_LARGE above it). */
+  /** Body cap of uploads and of any body a route does not cap otherwise (REQUEST_TOO_LARGE above it). */
   body_limit_bytes: number
+  /** Body cap of JSON bodies, unless the route sets its own. */
+  json_body_limit_bytes: number
+  /** Deepest object/array nesting of a JSON body (REQUEST_INVALID while it arrives). */
+  json_max_depth: number
+  /** Most parts (fields + files) of a multipart body. */
+  multipart_max_parts: number
+  /** Most plain fields of a multipart body. */
+  multipart_max_fields: number
+  /** Most file parts of a multipart body. */
+  multipart_max_files: number
   /** Content-Language of public messages and documentation links. */
   content_language: string
   /** Base URL of the error documentation; an entry's link is `<base>/<reference>`. */
   docs_base_url: string
   /** How long a disconnected client's upstream may still be read for usage, in ms. */
   drain_timeout_ms: number
+  /** How long a client may read nothing of its answer before it is cut and billed for what was produced; 0 never. */
+  client_write_stall_ms: number
+  /** Deadline for the whole request (headers and body) to arrive, ms (REQUEST_TIMEOUT). */
+  request_timeout_ms: number
+  /** Deadline for the request headers, ms (Node answers a bare 408). */
+  headers_timeout_ms: number
+  /** A connection with no traffic either way for this long is closed, ms. */
+  connection_idle_timeout_ms: number
+  /** Idle keep-alive connection lifetime between requests, ms. */
+  keep_alive_timeout_ms: number
+  /** Most open connections per client address; 0 no cap (LIMIT_RATE_EXCEEDED beyond it). */
+  max_connections_per_address: number
   /** On shutdown, how long in-flight answers may still run before connections are closed, ms. */
   shutdown_grace_ms: number
 }
@@ -40,6 +62,10 @@ export interface RouteConfig {
   body: BodyKind[]
   /** Per-item size caps in bytes (multipart file fields, base64 inline data). */
   item_limits?: Record<string, number>
+  /** This route's body cap in bytes, for every body kind. */
+  body_limit_bytes?: number
+  /** Body parameters asking for deferred work; refused unless the route is a job route. */
+  deferred_params?: string[]
   /** Response kind, used by metering and error framing. */
   response: 'json' | 'sse' | 'binary' | 'auto'
   /** Optional restatement of the operation's job role; must agree with the operation's `job`. */

@@ -9,6 +9,8 @@ export interface ErrorOccurrence {
   message: string
   param: string | null
   retryAfterSeconds: number | undefined
+  /** Answer with `Connection: close` (a body refused before it was all read). */
+  closeConnection?: boolean
 }
 
 export interface RenderedError {
@@ -109,6 +111,7 @@ export function errorHeaders (o: ErrorOccurrence, catalogue: Catalogue): Record<
     'cache-control': 'no-store'
   }
   if (o.retryAfterSeconds !== undefined) headers['retry-after'] = String(o.retryAfterSeconds)
+  if (o.closeConnection === true) headers.connection = 'close'
   return headers
 }
 

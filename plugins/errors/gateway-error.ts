@@ -11,6 +11,11 @@ export interface GatewayErrorDetails {
   /** Extra words for the public message; never secrets. */
   detail?: string
   cause?: unknown
+  /**
+   * The request's body was refused before it was all read: the answer says `Connection: close`,
+   * so the rest of a hostile body is not read (a slow upload is not kept open, a bomb not dumped).
+   */
+  closeConnection?: boolean
 }
 
 /** The only error type that reaches a client: a catalogue code plus occurrence details. */

@@ -47,6 +47,7 @@ export function toOccurrence (err: unknown, requestId: string, catalogue: Catalo
     billing: details.billing ?? billing,
     message,
     param: details.param ?? null,
-    retryAfterSeconds: details.retryAfterSeconds ?? entry.retryAfterSeconds
+    retryAfterSeconds: details.retryAfterSeconds ?? entry.retryAfterSeconds,
+    ...(details.closeConnection === true ? { closeConnection: true } : {})
   }
 }

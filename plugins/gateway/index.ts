@@ -5,6 +5,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
+import { limitsPlugin } from '../limits/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
 import { operationsPlugin } from '../operations/index.js'
@@ -59,14 +60,15 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log })
   if (config.jobs.watcher.enabled) jobs.watcher.start()
   return [
-    requestPlugin(config.server),
+    limitsPlugin(config.server),
+    requestPlugin(config),
     modelsPlugin(models),
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
     jobsPlugin(jobs),
     operationsPlugin(),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotencyPlugin({ store: store.idempotency }),
-    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet }),
+    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log }),
     upstreamPlugin({ config, models, jobs, ...(parts.random ? { random: parts.random } : {}) }),
     requestLogPlugin({ writer: services.requestLog, clock })
   ]

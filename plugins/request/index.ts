@@ -1,19 +1,23 @@
-import type { ServerConfig } from '../config/types.js'
+import type { GatewayConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
-import { registerBodyParsers } from './body.js'
+import { compileRoutes } from '../routes/compile.js'
+import { bodyOptionsOf, registerBodyParsers } from './body.js'
+import { refuseDeferredWork } from './deferred-work.js'
 
 export { type ParsedBody } from './body.js'
 
 /**
- * setup: the body parsers (JSON and multipart, keeping the exact bytes). resolve: the body kind
- * the route accepts and per-item size caps of multipart files.
+ * setup: the body parsers (JSON and multipart, keeping the exact bytes; per-route size caps,
+ * nesting depth, part counts and a body deadline, checked while the body arrives). resolve: the
+ * body kind the route accepts, per-item size caps of multipart files, and deferred work the
+ * route refuses (`background: true`).
  */
-export function requestPlugin (server: ServerConfig): GatewayPlugin {
+export function requestPlugin (config: GatewayConfig): GatewayPlugin {
   return {
     name: 'request',
     setup (app) {
-      registerBodyParsers(app, server.body_limit_bytes)
+      registerBodyParsers(app, bodyOptionsOf(config.server, compileRoutes(config)))
     },
     resolve (ctx) {
       if (ctx.model !== null) return // a fallback: the body was checked for the primary
@@ -30,6 +34,7 @@ export function requestPlugin (server: ServerConfig): GatewayPlugin {
           if (cap !== undefined && file.size > cap) throw gatewayError('REQUEST_CONTENT_TOO_LARGE', { param: file.field })
         }
       }
+      refuseDeferredWork(ctx)
     }
   }
 }

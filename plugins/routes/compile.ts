@@ -19,6 +19,10 @@ export interface RoutePlan {
   readonly upstream: RouteConfig['upstream']
   /** True when the model id comes from a `{model}` path segment. */
   readonly modelInPath: boolean
+  /** This route's own body cap (`body_limit_bytes`), when it sets one. */
+  readonly bodyLimitBytes: number | undefined
+  /** Body parameters that ask for deferred work (refused unless a job route). */
+  readonly deferredParams: readonly string[]
 }
 
 /** One Fastify route: either a plain path with one plan, or a wildcard that dispatches on the rest of the URL. */
@@ -72,7 +76,9 @@ export function compileRoutes (config: GatewayConfig, operations: CompiledOperat
       response: r.response ?? 'auto',
       job: op.job?.role,
       upstream: r.upstream,
-      modelInPath: r.path.includes('{model}')
+      modelInPath: r.path.includes('{model}'),
+      bodyLimitBytes: r.body_limit_bytes,
+      deferredParams: Object.freeze([...(r.deferred_params ?? [])])
     })
     plans.push(plan)
     for (const path of [r.path, ...(r.aliases ?? [])]) {

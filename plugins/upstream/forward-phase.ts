@@ -13,7 +13,7 @@ import { rewriteJsonModel } from '../request/json-model.js'
 import { rewriteMultipartField } from '../request/multipart.js'
 import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from './forward.js'
 import type { CompiledProvider, Upstreams } from './providers.js'
-import { clientResponseHeaders, relay, type RelayEnd } from './relay.js'
+import { clientResponseHeaders, relay, relayOutcome, type RelayEnd } from './relay.js'
 
 export interface ForwardDeps {
   upstreams: Upstreams
@@ -21,6 +21,8 @@ export interface ForwardDeps {
   catalogue: Catalogue
   headerFilter: RequestHeaderFilter
   drainTimeoutMs: number
+  /** How long a client may read nothing before it is cut (server.client_write_stall_ms). */
+  writeStallMs: number
   random: () => number
   /** Asynchronous jobs: a poll's or download's upstream target, a create's or poll's answer. */
   jobs?: Jobs
@@ -187,9 +189,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     }
 
     const outcomeOf = (end: RelayEnd): Outcome => ({
-      kind: end,
+      ...relayOutcome(end),
       httpStatus: upstream.statusCode,
-      errorCode: end === 'stream_interrupted' ? 'PROVIDER_STREAM_INTERRUPTED' : end === 'client_disconnected' ? 'REQUEST_CLIENT_DISCONNECTED' : null,
       answeredModel: answered,
       upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
       usage: finalUsage(),
@@ -204,6 +205,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       body: upstream.body,
       sse,
       drainTimeoutMs: deps.drainTimeoutMs,
+      writeStallMs: deps.writeStallMs,
       // Destroying the body aborts the upstream request (undici closes its connection).
       abortUpstream: () => { upstream.body.destroy() },
       // One walk meters and filters where the meter can; else the filter walks the stream apart.

@@ -29,6 +29,7 @@ export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
     catalogue: compileCatalogue(config.errors, config.server),
     headerFilter: { strip: new Set(config.auth.strip_headers.map((h) => h.toLowerCase())) },
     drainTimeoutMs: config.server.drain_timeout_ms,
+    writeStallMs: config.server.client_write_stall_ms,
     random: opts.random ?? Math.random,
     ...(opts.jobs ? { jobs: opts.jobs } : {})
   }

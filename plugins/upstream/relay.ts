@@ -23,7 +23,21 @@ export function clientResponseHeaders (
   return out
 }
 
-export type RelayEnd = 'completed' | 'stream_interrupted' | 'client_disconnected'
+/** `client_stalled`: the client read nothing for `writeStallMs` and was cut (see relay). */
+export type RelayEnd = 'completed' | 'stream_interrupted' | 'client_disconnected' | 'client_stalled'
+
+/**
+ * How a relay's end reads in the request's outcome. A client cut for stalling left like one
+ * that disconnected (billed for what the upstream produced); its code says it timed out.
+ */
+export function relayOutcome (end: RelayEnd): { kind: 'completed' | 'stream_interrupted' | 'client_disconnected', errorCode: string | null } {
+  switch (end) {
+    case 'completed': return { kind: 'completed', errorCode: null }
+    case 'stream_interrupted': return { kind: 'stream_interrupted', errorCode: 'PROVIDER_STREAM_INTERRUPTED' }
+    case 'client_disconnected': return { kind: 'client_disconnected', errorCode: 'REQUEST_CLIENT_DISCONNECTED' }
+    case 'client_stalled': return { kind: 'client_disconnected', errorCode: 'REQUEST_TIMEOUT' }
+  }
+}
 
 /** Rewrites the bytes on their way to the client, chunk by chunk (see metering's usage filter). */
 export interface RelayFilter {
@@ -39,6 +53,12 @@ export interface RelayOptions {
   sse: boolean
   /** How long a disconnected client's upstream is still read (for its usage) before it is aborted. */
   drainTimeoutMs: number
+  /**
+   * How long the client may leave its socket full (read nothing) before it is cut and treated
+   * as gone: its upstream is then read for usage (drainTimeoutMs) or cancelled, and the request
+   * settles. 0: never cut (the upstream stays paused as long as the client does).
+   */
+  writeStallMs: number
   abortUpstream: () => void
   /** Sees every upstream chunk, also after the client left (metering). */
   onChunk?: (chunk: Buffer) => void
@@ -64,30 +84,64 @@ export interface RelayOptions {
  * client's socket is full. A broken SSE stream ends with an error frame; a client that leaves
  * does not cancel the upstream at once, so the usage it reports can still be read, but only
  * for drainTimeoutMs.
+ *
+ * The upstream, not the client, decides when the request ends: a client that keeps its socket
+ * full for writeStallMs is cut and handled as one that left, so a paused upstream (whose body
+ * timeout does not run while paused) cannot keep the request, its hold and its upstream
+ * connection open for as long as the client likes. The stall check is one timer per stream,
+ * armed only when the client's socket is full and re-armed (refresh) on the next pause.
  */
 export function relay (o: RelayOptions): void {
   const { res, body, filter, onChunk } = o
   let ended = false
   let clientGone = false
+  // How a client that is gone left: on its own, or cut for stalling.
+  let goneAs: RelayEnd = 'client_disconnected'
   let drainTimer: NodeJS.Timeout | undefined
+  // Set while the upstream is paused on a full client socket.
+  let waiting = false
+  let stallTimer: NodeJS.Timeout | undefined
   const finish = (end: RelayEnd, error?: unknown): void => {
     if (ended) return
     ended = true
     if (drainTimer) clearTimeout(drainTimer)
+    if (stallTimer) clearTimeout(stallTimer)
     o.onEnd(end, error)
   }
-  const resume = (): void => { body.resume() }
+  const resume = (): void => {
+    waiting = false
+    body.resume()
+  }
 
   const onClientGone = (): void => {
     if (ended || res.writableFinished || clientGone) return
     clientGone = true
+    waiting = false
     res.off('drain', resume)
     body.resume()
     drainTimer = setTimeout(() => {
       o.abortUpstream()
-      finish('client_disconnected')
+      finish(goneAs)
     }, o.drainTimeoutMs)
     drainTimer.unref()
+  }
+
+  // The timer fires writeStallMs after the latest pause began; if the client has not drained
+  // since (waiting), that pause has lasted the whole bound.
+  const onStall = (): void => {
+    if (!waiting || ended || clientGone) return
+    goneAs = 'client_stalled'
+    res.destroy() // 'close' follows: onClientGone reads the upstream's usage, then settles
+  }
+  const armStall = (): void => {
+    waiting = true
+    if (o.writeStallMs <= 0) return
+    if (stallTimer) {
+      stallTimer.refresh()
+      return
+    }
+    stallTimer = setTimeout(onStall, o.writeStallMs)
+    stallTimer.unref()
   }
 
   // Writes of one event-loop turn leave in one syscall: the socket is corked at the first and
@@ -137,12 +191,13 @@ export function relay (o: RelayOptions): void {
     }
     if (!room) {
       body.pause()
+      armStall()
       res.once('drain', resume)
     }
   })
   body.once('end', () => {
     if (clientGone) {
-      finish('client_disconnected')
+      finish(goneAs)
       return
     }
     // What the filter still releases is the stream's last bytes: after anything held back.
@@ -156,13 +211,24 @@ export function relay (o: RelayOptions): void {
       corked = false
       res.end()
       finish('completed')
+      cutIfUnread()
     }
     if (o.beforeEnd) o.beforeEnd().then(end, end)
     else end()
   })
+  // Settled already; a client that leaves the answer's last bytes unread for the stall bound
+  // does not keep its connection and their buffer any longer.
+  const cutIfUnread = (): void => {
+    // Only a client that is behind (its socket full at the last write) gets a timer.
+    if (o.writeStallMs <= 0 || !res.writableNeedDrain || res.writableFinished || res.destroyed) return
+    const cut = setTimeout(() => { if (!res.writableFinished) res.destroy() }, o.writeStallMs)
+    cut.unref()
+    res.once('finish', () => { clearTimeout(cut) })
+    res.once('close', () => { clearTimeout(cut) })
+  }
   body.once('error', (err) => {
     if (clientGone) {
-      finish('client_disconnected', err)
+      finish(goneAs, err)
       return
     }
     if (o.sse && !res.writableEnded) res.end(o.errorFrame())

@@ -8,6 +8,7 @@ import { parseMoney } from '../pricing/money.js'
 import { urlMediaHold } from '../pricing/url-media.js'
 import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
+import type { HoldKeeper } from './hold-renewal.js'
 
 /** The hold placed for a request: settled after the upstream finishes, or released. */
 export interface RequestHold {
@@ -26,6 +27,8 @@ export function holdOf (ctx: RequestContext): RequestHold | undefined {
 export interface WalletDeps {
   ledger: LedgerStore
   config: WalletConfig
+  /** Renews each hold while its request runs (settle drops it). */
+  keeper?: HoldKeeper
 }
 
 /** Worst-case cost of the request at this model's price, media sent by URL included. */
@@ -58,6 +61,7 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
     const previous = holdOf(ctx)
     if (previous && !previous.closed) {
       previous.closed = true
+      deps.keeper?.drop(previous.holdId)
       await deps.ledger.release(previous.holdId)
     }
     const amount = worstCaseCost(ctx, model)
@@ -68,7 +72,9 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
       delete ctx.state.hold
       throw gatewayError('BILLING_INSUFFICIENT_CREDITS')
     }
-    ctx.state.hold = { holdId: held.holdId, amount, accountId: auth.account.id, model, closed: false }
+    const hold: RequestHold = { holdId: held.holdId, amount, accountId: auth.account.id, model, closed: false }
+    ctx.state.hold = hold
+    deps.keeper?.keep(hold, ttlMs)
     ctx.billing = 'PENDING'
   }
 }

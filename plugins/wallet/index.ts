@@ -1,4 +1,6 @@
+import type { FastifyBaseLogger } from 'fastify'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
+import { createHoldKeeper } from './hold-renewal.js'
 import type { RequestHold } from './hold.js'
 import { holdWorstCase, type WalletDeps } from './hold.js'
 import { billingStatusFor, settle, type SettleDeps, type Settled } from './settle.js'
@@ -15,18 +17,24 @@ declare module '../pipeline/context.js' {
   }
 }
 
-export interface WalletPluginDeps extends WalletDeps, SettleDeps {}
+export interface WalletPluginDeps extends WalletDeps, SettleDeps {
+  /** Where a hold renewal that failed is reported (never the amount or the account). */
+  log?: FastifyBaseLogger
+}
 
 /**
  * charge: the wallet hold of the worst-case cost (again for each fallback, at its price).
- * settle: posts what the upstream produced and releases the rest, exactly once.
+ * settle: posts what the upstream produced and releases the rest, exactly once. A hold is
+ * renewed while its request runs (every TTL/3), so a long answer never outlives it.
  */
 export function walletPlugin (deps: WalletPluginDeps): GatewayPlugin {
+  const keeper = deps.keeper ?? createHoldKeeper({ ledger: deps.ledger, warn: (fields) => { deps.log?.warn(fields, 'hold renewal') } })
+  const withKeeper = { ...deps, keeper }
   return {
     name: 'wallet',
-    charge: holdWorstCase(deps),
+    charge: holdWorstCase(withKeeper),
     async settle (ctx, outcome) {
-      ctx.state.settled = await settle(deps, ctx, outcome, outcome.usage)
+      ctx.state.settled = await settle(withKeeper, ctx, outcome, outcome.usage)
     },
     billingStatus: (ctx, outcome) => billingStatusFor(ctx, outcome, outcome.usage)
   }

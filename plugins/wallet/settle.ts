@@ -5,12 +5,15 @@ import type { Usage } from '../pricing/usage-types.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
 import type { LedgerStore, SettleResult } from '../store/ledger/types.js'
+import type { HoldKeeper } from './hold-renewal.js'
 import { holdOf } from './hold.js'
 
 export interface SettleDeps {
   ledger: LedgerStore
   models: ModelCatalogue
   clock: Clock
+  /** Stops the renewal of a hold once it is settled (see hold-renewal). */
+  keeper?: HoldKeeper
 }
 
 export interface Settled {
@@ -86,6 +89,7 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
   const { ledger } = deps
   const hold = holdOf(ctx)
   if (!hold || hold.closed) return NOTHING
+  deps.keeper?.drop(hold.holdId)
   const base = { held: hold.amount, holdId: hold.holdId }
   const { status, charge } = billingDecision(ctx, outcome, usage)
   if (status === 'PENDING') {

@@ -170,3 +170,18 @@ moved AS (
   WHERE w.account_id = f.account_id
 )
 SELECT (SELECT count(*) FROM flipped)::int4 AS expired, (SELECT count(*) FROM due)::int4 AS due`
+
+/**
+ * Renews one hold: $1 hold id, $2 now, $3 ttl in ms. Only an open hold whose expiry is still
+ * ahead moves, and never backwards. It locks the hold row alone, not its wallet: it waits on
+ * nothing while holding that lock, so it cannot take part in a deadlock, and a settle that
+ * comes after it reads the new expiry (READ COMMITTED re-check of the row it waited for).
+ */
+export const RENEW = `
+WITH renewed AS (
+  UPDATE holds SET expires_at = GREATEST(expires_at, $2::timestamptz + make_interval(secs => $3::int8 / 1000.0))
+  WHERE id = $1 AND status = 'open' AND expires_at > $2
+  RETURNING expires_at
+)
+SELECT (SELECT expires_at FROM renewed) AS expires_at,
+  EXISTS (SELECT 1 FROM renewed) OR EXISTS (SELECT 1 FROM holds WHERE id = $1) AS known`

@@ -13,12 +13,13 @@ import {
   checkCredit,
   checkHold,
   checkHoldId,
+  checkRenew,
   checkSameCredit,
   checkSettle,
   parseEntryKind,
 } from './ledger-input.js'
-import { CREATE_WALLETS, HOLD_BATCH, REAP, SETTLE_BATCH } from './pg-ledger-sql.js'
-import type { HoldResult, LedgerStore, SettleResult } from './types.js'
+import { CREATE_WALLETS, HOLD_BATCH, REAP, RENEW, SETTLE_BATCH } from './pg-ledger-sql.js'
+import type { HoldResult, LedgerStore, RenewResult, SettleResult } from './types.js'
 
 export interface PgLedgerOptions {
   /** Hold batches; default DEFAULT_PG_BATCH. */
@@ -237,7 +238,18 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
       return { released, duplicate }
     },
 
-    async reapExpired () {
+    async renew(holdId, ttlMs): Promise<RenewResult> {
+      checkRenew(holdId, ttlMs)
+      const [row] = await rows<{ expires_at: Date | null; known: boolean }>(pool, {
+        name: 'ledger_renew',
+        text: RENEW,
+        values: [holdId, ctx.clock.now(), ttlMs],
+      })
+      if (!row?.known) throw new UnknownHoldError(holdId)
+      return row.expires_at === null ? { renewed: false, expiresAt: null } : { renewed: true, expiresAt: row.expires_at }
+    },
+
+    async reapExpired() {
       let total = 0
       for (;;) {
         const [row] = await rows<{ expired: number; due: number }>(pool, {

@@ -14,12 +14,13 @@ import {
   checkCredit,
   checkHold,
   checkHoldId,
+  checkRenew,
   checkSameCredit,
   checkSettle,
   parseEntryKind,
 } from './ledger-input.js'
 import { GroupCommit, type ItemOutcome } from './group-commit.js'
-import type { LedgerEntry, LedgerStore, SettleResult } from './types.js'
+import type { LedgerEntry, LedgerStore, RenewResult, SettleResult } from './types.js'
 
 type SqliteOp =
   | { kind: 'hold', input: Parameters<LedgerStore['hold']>[0], at: number, holdId: string }
@@ -119,6 +120,13 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   )
   const setWallet = db.prepare<[bigint, bigint, number, string]>(
     'UPDATE wallets SET balance = ?, held = ?, updated_at = ? WHERE account_id = ?'
+  )
+  // Only an open hold whose expiry is still ahead moves, and never backwards. It runs outside
+  // the group-committed batches: one row, and no wallet changes.
+  const extendHold = db.prepare<{ id: string, now: number, until: number }, { expires_at: bigint }>(
+    `UPDATE holds SET expires_at = MAX(expires_at, @until)
+     WHERE id = @id AND status = 'open' AND expires_at > @now
+     RETURNING expires_at`,
   )
   const dueHolds = db.prepare<[number], HoldRow>(
     "SELECT * FROM holds WHERE status = 'open' AND expires_at <= ? ORDER BY expires_at"
@@ -281,7 +289,16 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
       return { released, duplicate }
     },
 
-    async reapExpired () {
+    async renew(holdId, ttlMs): Promise<RenewResult> {
+      checkRenew(holdId, ttlMs)
+      const at = now()
+      const row = extendHold.get({ id: holdId, now: at, until: at + ttlMs })
+      if (row) return { renewed: true, expiresAt: new Date(Number(row.expires_at)) }
+      if (!holdById.get(holdId)) throw new UnknownHoldError(holdId)
+      return { renewed: false, expiresAt: null }
+    },
+
+    async reapExpired() {
       return reap.immediate(now())
     },
 

@@ -40,6 +40,13 @@ export interface OpenHold {
   requestId: string
 }
 
+export interface RenewResult {
+  /** False when the hold was already closed or its expiry had passed: nothing changed. */
+  renewed: boolean
+  /** The hold's expiry after the call (null when it was not renewed). */
+  expiresAt: Date | null
+}
+
 export interface SettleResult {
   /** Charged by this call: the whole amount asked for; 0 when the hold had expired or was already closed. */
   posted: bigint
@@ -77,6 +84,13 @@ export interface LedgerStore {
    * second settle/release answers duplicate: true and changes nothing. Unknown hold: throws.
    */
   settle(input: { holdId: string; amount: bigint; requestId: string; note?: string }): Promise<SettleResult>
+  /**
+   * Moves the expiry of an open, unexpired hold to `ttlMs` after the store clock's now (never
+   * earlier than it already was), so a request still running is not released by the reaper.
+   * A hold that is closed or whose expiry has passed stays as it is (renewed: false): an
+   * expired hold is never revived. Touches the hold row only. Unknown hold: throws.
+   */
+  renew(holdId: string, ttlMs: number): Promise<RenewResult>
   /** Releases the whole hold (nothing billed). Idempotent like settle. Unknown hold: throws. */
   release(holdId: string): Promise<{ released: bigint; duplicate: boolean }>
   /** Releases every open hold whose expiry passed. Safe to run from many instances at once. Returns how many. */

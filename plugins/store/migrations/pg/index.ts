@@ -7,5 +7,6 @@ import { jobHolds } from './004-job-holds.js'
 import { overage } from './005-overage.js'
 import { jobs } from './006-jobs.js'
 import { idempotency } from './007-idempotency.js'
+import { holdRenewal } from './008-hold-renewal.js'
 
-export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency]
+export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal]
