@@ -363,7 +363,7 @@ for (const backend of testBackends()) {
       t.same(await ledger.settle({ holdId: live, amount: 3000n, requestId: 'long stream' }), {
         posted: 3000n,
         released: 1000n,
-        capped: false,
+        overage: 0n,
         duplicate: false,
       }, 'settled after its first expiry, the renewed hold posts in full')
       t.same(await ledger.renew(live, 1_000), { renewed: false, expiresAt: null }, 'a closed hold is not renewed')

@@ -54,8 +54,10 @@ interface Before { calls: number, charges: number }
 /** The counts to compare with, once the requests of earlier tests have settled (settlement follows the answer). */
 async function before (gw: TestGateway): Promise<Before> {
   for (let i = 0; i < 250; i++) {
-    const ledger = await ledgerState(gw)
-    if (ledger.openHolds === 0) return { calls: gw.mock.calls.length, charges: ledger.charges.length }
+    // Holds first, then the entries: ledgerState reads both at once, not as one snapshot.
+    if ((await gw.services.store.ledger.openHolds(gw.account.id)).length === 0) {
+      return { calls: gw.mock.calls.length, charges: (await ledgerState(gw)).charges.length }
+    }
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
   throw new Error('earlier requests did not settle')
