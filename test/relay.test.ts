@@ -106,7 +106,7 @@ t.test('a client that reads nothing for writeStallMs is cut; the upstream is rea
   let seen = 0
   let aborted = false
   const ended = new Promise<RelayEnd>((resolve) => {
-    void serve((res) => {
+    serve((res) => {
       async function * upstream (): AsyncGenerator<Buffer> {
         for (let i = 0; i < pieces; i++) yield piece
       }

@@ -100,7 +100,7 @@ function checkModels (config: GatewayConfig): CrossProblem[] {
       }
       // Without a limit to cap at, the flag would silently do nothing.
       if ((entry as { cap_output_tokens?: unknown } | null)?.cap_output_tokens === true && model.max_output_tokens === undefined) {
-        out.push({ path: ['models', i, 'operations', operation, 'cap_output_tokens'], message: `cap_output_tokens needs the model's max_output_tokens` })
+        out.push({ path: ['models', i, 'operations', operation, 'cap_output_tokens'], message: 'cap_output_tokens needs the model\'s max_output_tokens' })
       }
     }
     out.push(...checkPricing(model, i))

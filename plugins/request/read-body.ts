@@ -66,7 +66,6 @@ export class BodyDeadlines {
   }
 }
 
-
 /**
  * Reads `payload` whole into one Buffer within `bounds` and the deadline. `declaredLength` is
  * the Content-Length header, if any (a body announced over the cap is refused unread).

@@ -93,11 +93,11 @@ export class UnknownAccountError extends RangeError {
   }
 }
 
-export function checkRenew(holdId: string, ttlMs: number): void {
+export function checkRenew (holdId: string, ttlMs: number): void {
   checkId('holdId', holdId)
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError('ttlMs must be a positive integer')
 }
 
-export function checkHoldId(holdId: string): string {
+export function checkHoldId (holdId: string): string {
   return checkId('holdId', holdId)
 }

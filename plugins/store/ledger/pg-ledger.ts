@@ -238,7 +238,7 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
       return { released, duplicate }
     },
 
-    async renew(holdId, ttlMs): Promise<RenewResult> {
+    async renew (holdId, ttlMs): Promise<RenewResult> {
       checkRenew(holdId, ttlMs)
       const [row] = await rows<{ expires_at: Date | null; known: boolean }>(pool, {
         name: 'ledger_renew',
@@ -249,7 +249,7 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
       return row.expires_at === null ? { renewed: false, expiresAt: null } : { renewed: true, expiresAt: row.expires_at }
     },
 
-    async reapExpired() {
+    async reapExpired () {
       let total = 0
       for (;;) {
         const [row] = await rows<{ expired: number; due: number }>(pool, {

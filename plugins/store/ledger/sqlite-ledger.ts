@@ -126,7 +126,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   const extendHold = db.prepare<{ id: string, now: number, until: number }, { expires_at: bigint }>(
     `UPDATE holds SET expires_at = MAX(expires_at, @until)
      WHERE id = @id AND status = 'open' AND expires_at > @now
-     RETURNING expires_at`,
+     RETURNING expires_at`
   )
   const dueHolds = db.prepare<[number], HoldRow>(
     "SELECT * FROM holds WHERE status = 'open' AND expires_at <= ? ORDER BY expires_at"
@@ -289,7 +289,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
       return { released, duplicate }
     },
 
-    async renew(holdId, ttlMs): Promise<RenewResult> {
+    async renew (holdId, ttlMs): Promise<RenewResult> {
       checkRenew(holdId, ttlMs)
       const at = now()
       const row = extendHold.get({ id: holdId, now: at, until: at + ttlMs })
@@ -298,7 +298,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
       return { renewed: false, expiresAt: null }
     },
 
-    async reapExpired() {
+    async reapExpired () {
       return reap.immediate(now())
     },
 
