@@ -70,6 +70,12 @@ export interface ProviderConfig {
   body_timeout_ms: number
   /** Upstream connection pool size for this provider's origin. */
   connections: number
+  /** Client request headers (lower-case) forwarded to this provider; every other one is dropped. */
+  allow_request_headers: string[]
+  /** Provider response headers (lower-case) passed back to the client; every other one is dropped. */
+  allow_response_headers: string[]
+  /** Query parameter names (decoded, lower-case) forwarded to this provider; every other one is dropped. */
+  allow_query_params: string[]
 }
 
 export interface PoolMember {

@@ -9,7 +9,8 @@ import { rewriteJsonModel } from '../request/json-model.js'
 import { rewriteMultipartField } from '../request/multipart.js'
 import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from '../upstream/forward.js'
 import type { CompiledProvider, Upstreams } from '../upstream/providers.js'
-import { clientResponseHeaders, relay, type RelayEnd } from '../upstream/relay.js'
+import { clientResponseHeaders, forwardedQuery } from '../upstream/allow-lists.js'
+import { relay, type RelayEnd } from '../upstream/relay.js'
 import type { Outcome, RequestContext } from './context.js'
 import { runStages, type StageChain } from './stages.js'
 
@@ -78,20 +79,11 @@ function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolea
   })
 }
 
-/** Query string minus a `key` parameter: a key sent that way must never reach a provider. */
-function forwardedQuery (query: string): string {
-  if (query === '' || !query.includes('key=')) return query
-  const params = new URLSearchParams(query.slice(1))
-  params.delete('key')
-  const rest = params.toString()
-  return rest === '' ? '' : `?${rest}`
-}
-
 function upstreamPath (ctx: RequestContext, provider: CompiledProvider, template: string, model: CompiledModel | null): string {
   let path = template
   if (model) path = path.replace('{model}', encodeURIComponent(model.upstreamModel))
   if (ctx.params.id !== undefined) path = path.replace('{id}', encodeURIComponent(ctx.params.id))
-  return provider.basePath + path + forwardedQuery(ctx.query)
+  return provider.basePath + path + forwardedQuery(ctx.query, provider.allow.queryParams)
 }
 
 interface Target { model: CompiledModel | null, poolName: string, template: string }
@@ -194,7 +186,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     relay({
       res,
       status: upstream.statusCode,
-      headers: clientResponseHeaders(upstream.headers, own),
+      headers: clientResponseHeaders(upstream.headers, own, provider.allow),
       body: upstream.body,
       sse,
       drainTimeoutMs: deps.drainTimeoutMs,
