@@ -127,7 +127,7 @@ const explodingStage: Stage = {
 }
 const outcomes: Outcome[] = []
 /** The operators' bearer token: the admin API is mounted at /admin/v1 of the main instance. */
-const ADMIN_TOKEN = 'contract-admin-token-0123456789'
+const ADMIN_TOKEN = 'contract-admin-token-0123456789abcdef'
 const gw = await startTestGateway({ server: { stages: [explodingStage], onFinish: (_ctx, outcome) => { outcomes.push(outcome) }, adminToken: ADMIN_TOKEN } })
 t.teardown(() => gw.close())
 t.beforeEach(() => gw.mock.reset())

@@ -58,6 +58,10 @@ export interface AuthConfig {
   headers: AuthHeaderConfig[]
   /** Request headers never forwarded upstream (client credentials, cookies). */
   strip_headers: string[]
+  /** How long an unknown key is remembered per instance, ms (0: never). */
+  unknown_key_ttl_ms: number
+  /** Most unknown keys remembered per instance. */
+  unknown_key_cache_max: number
 }
 
 export interface ProviderConfig {
@@ -167,6 +171,19 @@ export interface WalletConfig {
   reaper_interval_ms: number
 }
 
+export interface AdminConfig {
+  /** Interface of the admin listener (GATEWAY_ADMIN_HOST overrides it). */
+  host: string
+  /** Port of the admin listener (GATEWAY_ADMIN_PORT overrides it). */
+  port: number
+  /** Shortest admin token the gateway starts with. */
+  token_min_length: number
+  /** Failed admin authentications per address and window before 429. */
+  max_failures: number
+  /** Failure window length, ms. */
+  failure_window_ms: number
+}
+
 export interface GatewayConfig {
   server: ServerConfig
   families: Record<FamilyName, FamilyConfig>
@@ -177,5 +194,6 @@ export interface GatewayConfig {
   models: ModelConfig[]
   limits: LimitsConfig
   wallet: WalletConfig
+  admin: AdminConfig
   errors: ErrorsConfig
 }
