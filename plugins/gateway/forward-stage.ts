@@ -6,7 +6,7 @@ import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import { readAudioDuration } from '../pricing/audio-duration.js'
 import type { Usage } from '../pricing/usage-types.js'
 import { rewriteJsonModel } from '../request/json-model.js'
-import { rewriteMultipartField } from '../request/multipart.js'
+import { rewriteMultipartModel } from '../request/multipart-model.js'
 import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from '../upstream/forward.js'
 import type { CompiledProvider, Upstreams } from '../upstream/providers.js'
 import { clientResponseHeaders, forwardedQuery } from '../upstream/allow-lists.js'
@@ -46,8 +46,8 @@ function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer
     return rewriteJsonModel(body.raw, model.upstreamModel) ??
       Buffer.from(JSON.stringify({ ...body.json, model: model.upstreamModel }))
   }
-  if (body.summary.fields.model === undefined) return body.raw
-  return rewriteMultipartField(body.raw, body.summary.boundary, 'model', model.upstreamModel) ?? body.raw
+  // Throws (REQUEST_INVALID, nothing sent or billed) when the part read is not the one found.
+  return rewriteMultipartModel(body.raw, body.summary.boundary, body.summary.fields.model, model.upstreamModel) ?? body.raw
 }
 
 /**

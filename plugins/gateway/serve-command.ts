@@ -25,7 +25,12 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     process.stderr.write(adminProblem + '\n')
     return 1
   }
-  const services = await openServices({ ...serviceEnvFromProcess(), defaultTier: loaded.config.limits.default_tier })
+  const services = await openServices({
+    ...serviceEnvFromProcess(),
+    defaultTier: loaded.config.limits.default_tier,
+    unknownKeyTtlMs: loaded.config.auth.unknown_key_ttl_ms,
+    unknownKeyCacheMax: loaded.config.auth.unknown_key_cache_max
+  })
   // The admin API is not on the public listener: it gets its own, on loopback by default.
   const app = await buildServer({ config: loaded.config, services })
   const admin = adminToken ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock }) : null

@@ -110,6 +110,8 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
   const services = await openServices({
     secret: TEST_SECRET,
     defaultTier: config.limits.default_tier,
+    unknownKeyTtlMs: config.auth.unknown_key_ttl_ms,
+    unknownKeyCacheMax: config.auth.unknown_key_cache_max,
     ...(backend === 'pg' ? { databaseUrl: TEST_DATABASE_URL, schema: location } : { dataDir: location }),
     ...(opts.redisChannel ? { redisUrl: TEST_REDIS_URL, channel: opts.redisChannel } : {}),
     ...(opts.services ?? {})
