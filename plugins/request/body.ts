@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { gatewayError } from '../errors/index.js'
 import { summariseMultipart, type MultipartSummary } from './multipart.js'
+import { findModelPart } from './multipart-model.js'
 
 export type ParsedBody =
   | { kind: 'json', raw: Buffer, json: Record<string, unknown> }
@@ -35,7 +36,16 @@ export function registerBodyParsers (app: FastifyInstance, bodyLimit: number): v
     const buf = raw as Buffer
     const contentType = req.headers['content-type'] ?? ''
     summariseMultipart(buf, contentType).then(
-      (summary) => done(null, { kind: 'multipart', raw: buf, contentType, summary } satisfies ParsedBody),
+      (summary) => {
+        // An ambiguous model field is refused here, before auth, holds or the upstream.
+        try {
+          findModelPart(buf, summary.boundary, summary.fields.model)
+        } catch (err) {
+          done(err as Error, undefined)
+          return
+        }
+        done(null, { kind: 'multipart', raw: buf, contentType, summary } satisfies ParsedBody)
+      },
       () => done(gatewayError('REQUEST_INVALID', { detail: 'The multipart body is malformed.' }), undefined)
     )
   })

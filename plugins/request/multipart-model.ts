@@ -155,12 +155,13 @@ function namesField (h: PartHeaders, field: string): boolean {
 }
 
 /**
- * The body with the `field` part's content replaced by `value`, or null when no plain part
- * carries `field`. Refuses (REQUEST_INVALID) a body in which more than one part is named
- * `field`, or whose only such part is not the one the gateway read `readValue` from: either way
- * the provider could read a model other than the one priced.
+ * The one part the gateway read `field` from, or null when no part carries `field`. Refuses
+ * (REQUEST_INVALID) a body in which more than one part is named `field`, or whose only such part
+ * is not the one the gateway read `readValue` from: either way the provider could read a model
+ * other than the one priced. Run when the body is parsed, so such a body is refused before
+ * anything is held; the rewrite runs it again on the bytes it edits.
  */
-export function rewriteMultipartModel (raw: Buffer, boundary: string, readValue: string | undefined, value: string, field = 'model'): Buffer | null {
+export function findModelPart (raw: Buffer, boundary: string, readValue: string | undefined, field = 'model'): Part | null {
   const parts = splitParts(raw, boundary)
   if (parts === null) throw gatewayError('REQUEST_INVALID', { param: field, detail: 'The multipart body is malformed.' })
   const named = parts.filter((p) => namesField(p.headers, field))
@@ -174,5 +175,12 @@ export function rewriteMultipartModel (raw: Buffer, boundary: string, readValue:
   if (part.headers.disposition !== 'form-data' || isFilePart(part.headers) || readValue === undefined || content !== readValue) {
     throw gatewayError('REQUEST_INVALID', { param: field, detail: `The ${field} field must be a plain form field.` })
   }
+  return part
+}
+
+/** The body with the part findModelPart finds now carrying `value`; null without such a part. */
+export function rewriteMultipartModel (raw: Buffer, boundary: string, readValue: string | undefined, value: string, field = 'model'): Buffer | null {
+  const part = findModelPart(raw, boundary, readValue, field)
+  if (part === null) return null
   return Buffer.concat([raw.subarray(0, part.contentStart), Buffer.from(value), raw.subarray(part.contentEnd)])
 }
