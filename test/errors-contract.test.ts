@@ -68,6 +68,8 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_RETIRED: { reference: 'GW-MODEL-3019', status: 410, retryable: false, strategy: 'NONE' },
   MODEL_VIDEO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3020', status: 400, retryable: false, strategy: 'NONE' },
   LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
+  // Produced by the admin failure throttle; Retry-After is the rest of its window (60 s here).
+  LIMIT_RATE_EXCEEDED: { reference: 'GW-LIMIT-4001', status: 429, retryable: true, strategy: 'BACKOFF', retryAfter: 60 },
   MODEL_TEMPORARILY_UNAVAILABLE: { reference: 'GW-MODEL-3021', status: 503, retryable: true, strategy: 'BACKOFF', retryAfter: 30 },
   // The spec leaves the status of GW-BILLING-5001 open (its legacy alias INSUFFICIENT_CREDITS was
   // 422); the catalogue answers 402, which every SDK maps to its plain API error.
@@ -91,7 +93,6 @@ const notYetReachable: Readonly<Record<string, string>> = {
   REQUEST_IDEMPOTENCY_CONFLICT: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
   REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE: 'X-Idempotency-Key is stripped, not interpreted: request idempotency is not implemented',
   MODEL_PARAMETER_UNSUPPORTED: 'the gateway reads only model and stream; per-model parameter validation is not implemented',
-  LIMIT_RATE_EXCEEDED: 'limits.tiers (requests_per_minute, concurrent_streams) are configured but no stage enforces them yet',
   LIMIT_API_KEY_QUOTA_EXHAUSTED: 'a key quota can be set through the admin API but no stage enforces it yet',
   LIMIT_IMAGE_DAILY_CAP: 'a key daily_image_cap can be set through the admin API but no stage enforces it yet',
   LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED: 'a key daily_spend_cap can be set through the admin API but no stage enforces it yet'
@@ -800,6 +801,17 @@ t.test('admin API refusals, in the chat-completions envelope', async (t) => {
     await expectError(t, await adminCall(gw.url, 'GET', '/accounts', undefined, gw.auth), 'chat', 'AUTH_FORBIDDEN')
     const after = await adminOk<{ status: string }>(gw.url, 'GET', `/accounts/${account.id}`)
     t.equal(after.status, 'active', 'the refused write changed nothing')
+  })
+
+  t.test('LIMIT_RATE_EXCEEDED: admin authentication failures past the throttle', async (t) => {
+    // An instance of its own (same store), whose clock stands still: its window is exactly 60 s.
+    const throttled = await startTestGateway({ mock: gw.mock, shareStoreWith: gw, services: { clock: new ManualClock() }, server: { adminToken: ADMIN_TOKEN } })
+    t.teardown(() => throttled.close())
+    for (let i = 0; i < throttled.config.admin.max_failures; i++) {
+      await expectError(t, await adminCall(throttled.url, 'GET', '/accounts', undefined, { authorization: 'Bearer wrong' }), 'chat', 'AUTH_FORBIDDEN')
+    }
+    await expectError(t, await adminCall(throttled.url, 'GET', '/accounts', undefined, { authorization: 'Bearer wrong' }), 'chat', 'LIMIT_RATE_EXCEEDED')
+    await expectError(t, await adminCall(throttled.url, 'GET', '/accounts'), 'chat', 'LIMIT_RATE_EXCEEDED')
   })
 
   t.test('AUTH_API_KEY_NOT_FOUND: every key route, param key_id', async (t) => {

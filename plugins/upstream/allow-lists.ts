@@ -108,22 +108,23 @@ export function clientResponseHeaders (
  * else) past a name check. A kept parameter goes out under its canonical name, value as sent.
  */
 export function forwardedQuery (query: string, allowed: ReadonlySet<string>): string {
-  if (query.length <= 1) return ''
-  if (allowed.size === 0) return ''
-  const kept: string[] = []
+  if (query.length <= 1 || allowed.size === 0) return ''
+  let out = ''
   for (const pair of query.slice(1).split('&')) {
     if (pair === '') continue
     const eq = pair.indexOf('=')
     const rawName = eq === -1 ? pair : pair.slice(0, eq)
     const name = decodeName(rawName)
     if (name === null || !allowed.has(name)) continue
-    kept.push(eq === -1 ? encodeURIComponent(name) : `${encodeURIComponent(name)}${pair.slice(eq)}`)
+    // An allowed name is unreserved characters only (schema), so it needs no encoding.
+    out += (out === '' ? '?' : '&') + (eq === -1 ? name : name + pair.slice(eq))
   }
-  return kept.length === 0 ? '' : `?${kept.join('&')}`
+  return out
 }
 
-/** application/x-www-form-urlencoded name decoding ('+' is a space); null when malformed. */
+/** application/x-www-form-urlencoded name decoding ('+' is a space), lower-cased; null when malformed. */
 function decodeName (raw: string): string | null {
+  if (!raw.includes('%') && !raw.includes('+')) return raw.toLowerCase()
   try {
     return decodeURIComponent(raw.replace(/\+/g, ' ')).toLowerCase()
   } catch {
