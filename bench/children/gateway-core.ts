@@ -9,7 +9,7 @@ import { authStage, modelAccessStage } from '../../plugins/auth/auth-stage.js'
 import { loadConfig } from '../../plugins/config/index.js'
 import { gatewayFrameworkErrors, modelGateway, type Stage } from '../../plugins/gateway/index.js'
 import { newRequestId } from '../../plugins/gateway/server.js'
-import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
+import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { runChild } from './child-runtime.js'
 import { openBenchServices, type BenchServices } from './seed.js'
@@ -21,7 +21,9 @@ await runChild(async () => {
   const upstream = requiredEnv('BENCH_UPSTREAM_URL')
   const stageSet = process.env.BENCH_GATEWAY_STAGES ?? 'none'
   if (!(STAGE_SETS as readonly string[]).includes(stageSet)) throw new Error(`BENCH_GATEWAY_STAGES=${stageSet}: expected one of ${STAGE_SETS.join(', ')}`)
-  const { config } = loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env })
+  // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
+  // through the gateway's allow-lists as they do through the bare proxy.
+  const config = withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)
   // buildServer's Fastify options (plugins/gateway/server.ts), logger off as in the gateway child.
   const app = Fastify({
     logger: false,

@@ -5,7 +5,7 @@
 // BENCH_STORE_WRITES=off keeps holds, settles and log rows in memory (the gateway-nostore bound).
 import { loadConfig } from '../../plugins/config/index.js'
 import { buildServer } from '../../plugins/gateway/server.js'
-import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
+import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { runChild } from './child-runtime.js'
 import { billingCounts, openBenchServices } from './seed.js'
@@ -14,7 +14,9 @@ import { ServedCounter } from './served.js'
 await runChild(async () => {
   const upstream = requiredEnv('BENCH_UPSTREAM_URL')
   // The process environment wins, so a target can point one provider elsewhere.
-  const { config } = loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env })
+  // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
+  // through the gateway's allow-lists as they do through the bare proxy.
+  const config = withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)
   const bench = await openBenchServices(config, { storeWrites: process.env.BENCH_STORE_WRITES !== 'off' })
   const served = new ServedCounter()
   const app = await buildServer({ config, services: bench.services, logger: false, onFinish: served.onFinish })
