@@ -91,7 +91,7 @@ t.test('MODEL_REQUIRES_TOPUP: a grant does not unlock the model, a top-up does, 
   const MODEL = 'openai/gpt-image-1-edit'
   const cfg = writeTestConfig((c) => { modelOf(c, MODEL).requires_topup = true })
   t.teardown(cfg.remove)
-  const token = 'billing-admin-token'
+  const token = 'billing-admin-token-0123456789abcdef'
   const gw = await startTestGateway({ configFile: cfg.file, credit: '0', server: { adminToken: token } })
   t.teardown(() => gw.close())
   const admin = adminClient(gw, token)

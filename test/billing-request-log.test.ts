@@ -12,7 +12,7 @@ import type { RequestLogView } from '../plugins/admin/views.js'
 import { dropSchema, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
 import { adminClient, codePoints, expectedCost, ledgerState, nanos, priceOf, settledRow, sleep, tokensFromChars } from './helpers/billing.js'
 
-const ADMIN_TOKEN = 'request-log-admin-token'
+const ADMIN_TOKEN = 'request-log-admin-token-0123456789abcdef'
 
 interface Sent {
   /** What this test asked for. */

@@ -19,7 +19,7 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import {
   ceilDiv, codePoints, expectedCost, ledgerState, nanos, priceOf, settledRow, tokensFromChars, type TestPrice, type Units
 } from './helpers/billing.js'
-import { modelOf, writeTestConfig, type RawConfig } from './helpers/test-config.js'
+import { modelOf, providerOf, writeTestConfig, type RawConfig } from './helpers/test-config.js'
 import { wavFile } from './helpers/wire.js'
 
 const gw = await startTestGateway({ credit: '100.00' })
@@ -244,7 +244,10 @@ t.test('cached input tokens are billed at the cached price', async (t) => {
 t.test('a believable report above the hold is posted in full, the excess marked as overage', async (t) => {
   const provider = await cachingProvider()
   t.teardown(provider.close)
-  const g = await startTestGateway({ credit: '10.00', env: { OPENAI_BASE_URL: provider.url } })
+  // The provider's over-report switch is a request header: allowed upstream for this test only.
+  const cfg = writeTestConfig((c) => { providerOf(c, 'openai').allow_request_headers = ['accept', 'x-over-report'] })
+  t.teardown(cfg.remove)
+  const g = await startTestGateway({ configFile: cfg.file, credit: '10.00', env: { OPENAI_BASE_URL: provider.url } })
   t.teardown(() => g.close())
   const c = clientsFor(g)
   const before = await balance(g)

@@ -79,11 +79,17 @@ t.test('defaults are filled', async (t) => {
     headers: {},
     timeout_ms: 60000,
     body_timeout_ms: 120000,
-    connections: 256
+    connections: 256,
+    allow_request_headers: ['accept'],
+    allow_response_headers: ['content-type', 'content-length', 'retry-after'],
+    allow_query_params: []
   })
   t.same(config.pools.openai, [{ provider: 'openai', weight: 1 }])
   t.same(config.families.chat, { envelope: 'chat', prefixes: [] })
   t.same(config.auth.strip_headers, ['authorization', 'x-api-key', 'x-genai-api-key', 'x-goog-api-key', 'cookie', 'proxy-authorization', 'x-idempotency-key'])
+  t.equal(config.auth.unknown_key_ttl_ms, 5000)
+  t.equal(config.auth.unknown_key_cache_max, 100000)
+  t.same(config.admin, { host: '127.0.0.1', port: 8081, token_min_length: 32, max_failures: 10, failure_window_ms: 60000 })
   t.same(config.errors.type_by_status, { chat: {}, messages: {}, genai: {} })
 })
 
@@ -159,7 +165,7 @@ t.test('include merges top-level keys of included files', async (t) => {
   t.equal(files[0], withIncludes)
   t.equal(files.length, 9)
   t.ok(files.includes(join(valid, '..', 'parts', 'errors.yaml')))
-  t.same(Object.keys(config).sort(), ['auth', 'errors', 'families', 'jobs', 'limits', 'models', 'operations', 'pools', 'providers', 'routes', 'server', 'wallet'], 'wallet, jobs and operation defaults are filled even when the sections are absent')
+  t.same(Object.keys(config).sort(), ['admin', 'auth', 'errors', 'families', 'jobs', 'limits', 'models', 'operations', 'pools', 'providers', 'routes', 'server', 'wallet'], 'wallet, jobs, admin and operation defaults are filled even when the sections are absent')
   t.equal(config.routes.length, 2)
   t.same(config.models[0]?.fallbacks, ['openai/gpt-4o-mini'])
   t.notOk('include' in config, 'include is not part of the loaded config')

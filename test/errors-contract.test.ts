@@ -77,6 +77,7 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_RETIRED: { reference: 'GW-MODEL-3019', status: 410, retryable: false, strategy: 'NONE' },
   MODEL_VIDEO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3020', status: 400, retryable: false, strategy: 'NONE' },
   LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
+  // Produced by the admin failure throttle; Retry-After is the rest of its window (60 s here).
   MODEL_TEMPORARILY_UNAVAILABLE: { reference: 'GW-MODEL-3021', status: 503, retryable: true, strategy: 'BACKOFF', retryAfter: 30 },
   // The spec leaves the status of GW-BILLING-5001 open (its legacy alias INSUFFICIENT_CREDITS was
   // 422); the catalogue answers 402, which every SDK maps to its plain API error.
@@ -131,7 +132,7 @@ const outcomes = new Map<string, Outcome>()
 /** Requests that passed admission (auth), in arrival order. */
 const admitted: string[] = []
 /** The operators' bearer token: the admin API is mounted at /admin/v1 of the main instance. */
-const ADMIN_TOKEN = 'contract-admin-token-0123456789'
+const ADMIN_TOKEN = 'contract-admin-token-0123456789abcdef'
 const gw = await startTestGateway({ server: { plugins: (d) => [explodingPlugin, ...d, { ...outcomeObserver((ctx, outcome) => { outcomes.set(ctx.requestId, outcome) }), admit: (ctx) => { admitted.push(ctx.requestId) } }], adminToken: ADMIN_TOKEN } })
 t.teardown(() => gw.close())
 t.beforeEach(() => gw.mock.reset())
@@ -260,8 +261,10 @@ const genaiBody = (parts: unknown[] = [{ text: 'hi' }]): string => JSON.stringif
  * The whole error contract of one response: status, every header, and the exact envelope of
  * the family. Returns the parsed body.
  */
-async function expectError (t: Assert, res: Response, family: Family, code: string, param: string | null = null): Promise<unknown> {
-  const c = contractOf(code)
+/** `retryAfter`: the Retry-After this occurrence sets where it differs from the contract's (a throttle's window). */
+async function expectError (t: Assert, res: Response, family: Family, code: string, param: string | null = null, retryAfter?: number): Promise<unknown> {
+  const contract = contractOf(code)
+  const c = retryAfter === undefined ? contract : { ...contract, retryAfter }
   const entry = catalogueEntry(code)
   produced.add(code)
   const text = await res.text()
@@ -908,6 +911,18 @@ t.test('admin API refusals, in the chat-completions envelope', async (t) => {
     await expectError(t, await adminCall(gw.url, 'GET', '/accounts', undefined, gw.auth), 'chat', 'AUTH_FORBIDDEN')
     const after = await adminOk<{ status: string }>(gw.url, 'GET', `/accounts/${account.id}`)
     t.equal(after.status, 'active', 'the refused write changed nothing')
+  })
+
+  t.test('LIMIT_RATE_EXCEEDED: admin authentication failures past the throttle', async (t) => {
+    // An instance of its own (same store), whose clock stands still: its window is exactly 60 s.
+    const throttled = await startTestGateway({ mock: gw.mock, shareStoreWith: gw, services: { clock: new ManualClock() }, server: { adminToken: ADMIN_TOKEN } })
+    t.teardown(() => throttled.close())
+    for (let i = 0; i < throttled.config.admin.max_failures; i++) {
+      await expectError(t, await adminCall(throttled.url, 'GET', '/accounts', undefined, { authorization: 'Bearer wrong' }), 'chat', 'AUTH_FORBIDDEN')
+    }
+    // Retry-After: the rest of the throttle's window, all of it on a clock that stands still.
+    await expectError(t, await adminCall(throttled.url, 'GET', '/accounts', undefined, { authorization: 'Bearer wrong' }), 'chat', 'LIMIT_RATE_EXCEEDED', null, 60)
+    await expectError(t, await adminCall(throttled.url, 'GET', '/accounts'), 'chat', 'LIMIT_RATE_EXCEEDED', null, 60)
   })
 
   t.test('AUTH_API_KEY_NOT_FOUND: every key route, param key_id', async (t) => {

@@ -2,7 +2,8 @@ import t from 'tap'
 import fc from 'fast-check'
 import { applyBodyRules } from '../plugins/request/body-rules.js'
 import { findTopLevelModelValues, rewriteJsonModel } from '../plugins/request/json-model.js'
-import { boundaryOf, rewriteMultipartField, summariseMultipart } from '../plugins/request/multipart.js'
+import { boundaryOf, summariseMultipart } from '../plugins/request/multipart.js'
+import { rewriteMultipartModel } from '../plugins/request/multipart-model.js'
 
 t.test('rewriteJsonModel replaces only the top-level model value, byte for byte', async (t) => {
   const raw = Buffer.from('{ "n": 12345678901234567890, "model" :  "openai/gpt-4o", "x": {"model": "inner"}, "s": "\\"model\\": \\"no\\"" , "f": 1.0}')
@@ -61,7 +62,7 @@ t.test('multipart: summary reads fields and file sizes; the model field is rewri
   t.same(s.fields, { model: 'openai/whisper-1', language: 'en' })
   t.equal(s.files[0]?.size, 5000)
   t.equal(s.files[0]?.mimeType, 'audio/wav')
-  const out = rewriteMultipartField(raw, 'XyZ', 'model', 'whisper-1')
+  const out = rewriteMultipartModel(raw, 'XyZ', s.fields.model, 'whisper-1')
   t.ok(out)
   const expected = multipart('XyZ', [
     { name: 'file', value: audio, filename: 'a.wav', type: 'audio/wav' },
@@ -69,12 +70,12 @@ t.test('multipart: summary reads fields and file sizes; the model field is rewri
     { name: 'language', value: 'en' }
   ])
   t.ok(out!.equals(expected), 'every other byte is unchanged')
-  t.equal(rewriteMultipartField(raw, 'XyZ', 'absent', 'x'), null)
+  t.equal(rewriteMultipartModel(raw, 'XyZ', undefined, 'x', 'absent'), null)
 })
 
-t.test('multipart: a file part named model is not treated as the field', async (t) => {
+t.test('multipart: a file part named model is not treated as the field (refused, never forwarded as read)', async (t) => {
   const raw = multipart('b1', [{ name: 'model', value: 'bytes', filename: 'm.bin' }])
-  t.equal(rewriteMultipartField(raw, 'b1', 'model', 'x'), null)
+  t.throws(() => rewriteMultipartModel(raw, 'b1', undefined, 'x'), { code: 'REQUEST_INVALID' })
 })
 
 t.test('multipart: malformed bodies reject', async (t) => {

@@ -13,7 +13,7 @@ import { pipelineHost } from '../../plugins/pipeline/host.js'
 import { requestPlugin } from '../../plugins/request/index.js'
 import { serverBounds } from '../../plugins/request/server-bounds.js'
 import { upstreamPlugin } from '../../plugins/upstream/index.js'
-import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
+import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { withoutAddressCap } from './bench-config.js'
 import { runChild } from './child-runtime.js'
@@ -26,7 +26,9 @@ await runChild(async () => {
   const upstream = requiredEnv('BENCH_UPSTREAM_URL')
   const stageSet = process.env.BENCH_GATEWAY_STAGES ?? 'none'
   if (!(STAGE_SETS as readonly string[]).includes(stageSet)) throw new Error(`BENCH_GATEWAY_STAGES=${stageSet}: expected one of ${STAGE_SETS.join(', ')}`)
-  const config = withoutAddressCap(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)
+  // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
+  // through the gateway's allow-lists as they do through the bare proxy.
+  const config = withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config))
   // buildServer's Fastify options (plugins/server/server.ts), logger off as in the gateway child.
   const app = Fastify({
     logger: false,

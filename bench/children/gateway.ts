@@ -6,7 +6,7 @@
 import { loadConfig } from '../../plugins/config/index.js'
 import { outcomeObserver } from '../../plugins/gateway/index.js'
 import { buildServer } from '../../plugins/server/server.js'
-import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
+import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { withoutAddressCap } from './bench-config.js'
 import { runChild } from './child-runtime.js'
@@ -16,7 +16,9 @@ import { ServedCounter } from './served.js'
 await runChild(async () => {
   const upstream = requiredEnv('BENCH_UPSTREAM_URL')
   // The process environment wins, so a target can point one provider elsewhere.
-  const config = withoutAddressCap(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)
+  // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
+  // through the gateway's allow-lists as they do through the bare proxy.
+  const config = withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config))
   const bench = await openBenchServices(config, { storeWrites: process.env.BENCH_STORE_WRITES !== 'off' })
   const served = new ServedCounter()
   const app = await buildServer({ config, services: bench.services, logger: false, plugins: (defaults) => [...defaults, outcomeObserver(served.onFinish)] })

@@ -9,12 +9,15 @@ import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES } from './constants.js'
 import * as admin from './service.js'
 import type { AdminContext } from './service.js'
+import { AdminThrottle } from './throttle.js'
 
 export interface AdminRoutesOptions {
   store: Store
   config: GatewayConfig
-  /** The bearer token operators send (GATEWAY_ADMIN_TOKEN); non-empty, no whitespace. */
+  /** The bearer token operators send (GATEWAY_ADMIN_TOKEN); no whitespace, at least `config.admin.token_min_length` long. */
   token: string
+  /** Failed authentications per client address; default one built from `config.admin`. */
+  throttle?: AdminThrottle
   /** The compiled error catalogue; default compiled from `config`. Pass the gateway's to share it. */
   catalogue?: Catalogue
   /** "Now" for key expiry checks and derived key status; default the system clock. */
@@ -33,11 +36,27 @@ interface IdParams {
 const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest()
 const BEARER = /^Bearer +(\S+) *$/i
 
+/** Why `token` may not guard the admin API, or null when it may. Never echoes the token. */
+export function adminTokenProblem (token: string, minLength: number): string | null {
+  if (!/^\S+$/.test(token)) return 'GATEWAY_ADMIN_TOKEN must not be empty or contain whitespace'
+  if (token.length < minLength) {
+    return `GATEWAY_ADMIN_TOKEN must be at least ${minLength} characters (got ${token.length}); generate one with: openssl rand -hex 32`
+  }
+  return null
+}
+
 export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOptions): Promise<void> {
   // A token with whitespace could never be sent as one Bearer credential: refuse it at boot.
   if (typeof opts.token !== 'string' || !/^\S+$/.test(opts.token)) {
     throw new TypeError('adminRoutes: token must be a non-empty string without whitespace')
   }
+  const problem = adminTokenProblem(opts.token, opts.config.admin.token_min_length)
+  if (problem !== null) throw new TypeError(`adminRoutes: ${problem}`)
+  const throttle = opts.throttle ?? new AdminThrottle({
+    maxFailures: opts.config.admin.max_failures,
+    windowMs: opts.config.admin.failure_window_ms,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  })
   const catalogue = opts.catalogue ?? compileCatalogue(opts.config.errors, opts.config.server)
   const ctx = admin.adminContext(opts.store, opts.config, opts.clock)
   // Digests have equal length whatever was sent, so timingSafeEqual never leaks the token's length.
@@ -57,10 +76,19 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
   app.addHook('onRequest', async (req, reply) => {
     // Answers carry keys and account data: no cache may keep any of them, errors included.
     reply.header('cache-control', 'no-store').header('x-request-id', req.id)
+    const wait = throttle.retryAfterSeconds(req.ip)
+    if (wait > 0) throw gatewayError('LIMIT_RATE_EXCEEDED', { retryAfterSeconds: wait, detail: 'Too many failed admin authentications from this address.' })
     const header = req.headers.authorization
     const bearer = header === undefined ? null : BEARER.exec(header)
-    if (!bearer?.[1]) throw gatewayError('AUTH_REQUIRED', { detail: 'Send Authorization: Bearer <admin token>.' })
-    if (!timingSafeEqual(sha256(bearer[1]), expected)) throw gatewayError('AUTH_FORBIDDEN')
+    if (!bearer?.[1]) {
+      throttle.fail(req.ip)
+      throw gatewayError('AUTH_REQUIRED', { detail: 'Send Authorization: Bearer <admin token>.' })
+    }
+    if (!timingSafeEqual(sha256(bearer[1]), expected)) {
+      throttle.fail(req.ip)
+      throw gatewayError('AUTH_FORBIDDEN')
+    }
+    throttle.succeed(req.ip)
   })
 
   app.removeAllContentTypeParsers()

@@ -18,7 +18,8 @@ export function crossCheck (config: GatewayConfig): CrossProblem[] {
     ...checkFallbacks(config),
     ...checkLimits(config),
     ...checkErrors(config),
-    ...checkJobs(config)
+    ...checkJobs(config),
+    ...checkForwarding(config)
   ]
 }
 
@@ -186,6 +187,36 @@ function checkLimits (config: GatewayConfig): CrossProblem[] {
   const tier = config.limits?.default_tier
   if (!isString(tier) || has(config.limits.tiers, tier)) return []
   return [{ path: ['limits', 'default_tier'], message: `tier "${tier}" is not defined in limits.tiers` }]
+}
+
+/**
+ * A client's API key must never reach a provider: every key header is stripped, and no
+ * provider allow-list names a key header, a stripped header or the `key` query parameter.
+ */
+function checkForwarding (config: GatewayConfig): CrossProblem[] {
+  const out: CrossProblem[] = []
+  const keyHeaders = new Set<string>()
+  const strip = new Set(list(config.auth?.strip_headers).filter(isString).map((h) => h.toLowerCase()))
+  for (const [header, i] of entries(config.auth?.headers)) {
+    if (!isString(header.name)) continue
+    const name = header.name.toLowerCase()
+    keyHeaders.add(name)
+    if (!strip.has(name)) out.push({ path: ['auth', 'headers', i, 'name'], message: `key header "${name}" is not in auth.strip_headers, so a client's key could go upstream` })
+  }
+  for (const [provider, p] of Object.entries(config.providers ?? {})) {
+    if (p === null || typeof p !== 'object') continue
+    list(p.allow_request_headers).forEach((h, j) => {
+      if (!isString(h)) return
+      const name = h.toLowerCase()
+      const path = ['providers', provider, 'allow_request_headers', j]
+      if (keyHeaders.has(name)) out.push({ path, message: `"${name}" carries client API keys (auth.headers) and must never be forwarded` })
+      else if (strip.has(name)) out.push({ path, message: `"${name}" is in auth.strip_headers and must never be forwarded` })
+    })
+    list(p.allow_query_params).forEach((q, j) => {
+      if (isString(q) && q.toLowerCase() === 'key') out.push({ path: ['providers', provider, 'allow_query_params', j], message: '"key" carries API keys and must never be forwarded' })
+    })
+  }
+  return out
 }
 
 function checkErrors (config: GatewayConfig): CrossProblem[] {

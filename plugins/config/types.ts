@@ -120,6 +120,10 @@ export interface AuthConfig {
   headers: AuthHeaderConfig[]
   /** Request headers never forwarded upstream (client credentials, cookies). */
   strip_headers: string[]
+  /** How long an unknown key is remembered per instance, ms (0: never). */
+  unknown_key_ttl_ms: number
+  /** Most unknown keys remembered per instance. */
+  unknown_key_cache_max: number
 }
 
 export interface ProviderConfig {
@@ -132,6 +136,12 @@ export interface ProviderConfig {
   body_timeout_ms: number
   /** Upstream connection pool size for this provider's origin. */
   connections: number
+  /** Client request headers (lower-case) forwarded to this provider; every other one is dropped. */
+  allow_request_headers: string[]
+  /** Provider response headers (lower-case) passed back to the client; every other one is dropped. */
+  allow_response_headers: string[]
+  /** Query parameter names (decoded, lower-case) forwarded to this provider; every other one is dropped. */
+  allow_query_params: string[]
 }
 
 export interface PoolMember {
@@ -246,6 +256,19 @@ export interface JobsConfig {
   watcher: JobWatcherConfig
 }
 
+export interface AdminConfig {
+  /** Interface of the admin listener (GATEWAY_ADMIN_HOST overrides it). */
+  host: string
+  /** Port of the admin listener (GATEWAY_ADMIN_PORT overrides it). */
+  port: number
+  /** Shortest admin token the gateway starts with. */
+  token_min_length: number
+  /** Failed admin authentications per address and window before 429. */
+  max_failures: number
+  /** Failure window length, ms. */
+  failure_window_ms: number
+}
+
 export interface GatewayConfig {
   server: ServerConfig
   families: Record<FamilyName, FamilyConfig>
@@ -262,5 +285,6 @@ export interface GatewayConfig {
   limits: LimitsConfig
   wallet: WalletConfig
   jobs: JobsConfig
+  admin: AdminConfig
   errors: ErrorsConfig
 }

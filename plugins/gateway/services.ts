@@ -21,6 +21,9 @@ export interface ServiceEnv {
   channel?: string | undefined
   clock?: Clock
   defaultTier?: string
+  /** Negative key cache (config `auth.unknown_key_ttl_ms` / `unknown_key_cache_max`); KeyCache defaults when absent. */
+  unknownKeyTtlMs?: number
+  unknownKeyCacheMax?: number
 }
 
 /** The stateful parts behind the gateway: one store, one key cache fed by one invalidation bus. */
@@ -64,7 +67,12 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
     await bus.close()
     throw err
   }
-  const keyCache = new KeyCache({ bus, clock })
+  const keyCache = new KeyCache({
+    bus,
+    clock,
+    ...(env.unknownKeyTtlMs !== undefined ? { unknownTtlMs: env.unknownKeyTtlMs } : {}),
+    ...(env.unknownKeyCacheMax !== undefined ? { unknownMax: env.unknownKeyCacheMax } : {})
+  })
   const requestLog = new RequestLogWriter(store.requestLog, {
     onError: (err, rows) => process.emitWarning(`request log: ${err.message} (${rows.length} rows)`)
   })

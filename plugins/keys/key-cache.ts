@@ -22,13 +22,22 @@ export interface KeyCacheOptions {
   clock?: Clock
   /** Subscribed at construction; close() unsubscribes. */
   bus?: InvalidationBus
+  /** How long a lookup hash that matched no key is remembered; 0 turns this off. Default 5 000 ms. */
+  unknownTtlMs?: number
+  /** Most unknown hashes remembered; default 100 000. */
+  unknownMax?: number
 }
 
 export const DEFAULT_KEY_CACHE_MAX = 10_000
 export const DEFAULT_KEY_CACHE_TTL_MS = 30_000
+export const DEFAULT_UNKNOWN_KEY_TTL_MS = 5_000
+export const DEFAULT_UNKNOWN_KEY_MAX = 100_000
 
 export class KeyCache {
   private readonly lru: LRUCache<string, CachedKey>
+  // Hashes that matched no key. A well-formed key's checksum is computable offline, so a client
+  // can mint any number of them; each would otherwise cost a store lookup on every request.
+  private readonly unknown: LRUCache<string, true> | null
   // Reverse indexes so an invalidation by key or account id finds the hashes.
   private readonly byKey = new Map<string, string>()
   private readonly byAccount = new Map<string, Set<string>>()
@@ -45,11 +54,24 @@ export class KeyCache {
       ...(clock ? { perf: { now: () => clock.now().getTime() }, ttlResolution: 0 } : {}),
       dispose: (value, hash) => this.unindex(value, hash),
     })
+    const unknownTtl = opts.unknownTtlMs ?? DEFAULT_UNKNOWN_KEY_TTL_MS
+    this.unknown = unknownTtl > 0
+      ? new LRUCache<string, true>({
+        max: opts.unknownMax ?? DEFAULT_UNKNOWN_KEY_MAX,
+        ttl: unknownTtl,
+        ...(clock ? { perf: { now: () => clock.now().getTime() }, ttlResolution: 0 } : {}),
+      })
+      : null
     this.unsubscribe = opts.bus?.subscribe((message) => this.apply(message))
   }
 
   get size (): number {
     return this.lru.size
+  }
+
+  /** Lookup hashes currently remembered as matching no key. */
+  get unknownSize (): number {
+    return this.unknown?.size ?? 0
   }
 
   get (lookupHash: string): CachedKey | undefined {
@@ -68,15 +90,21 @@ export class KeyCache {
   async getOrLoad (lookupHash: string, load: (hash: string) => Promise<CachedKey | null>): Promise<CachedKey | null> {
     const hit = this.lru.get(lookupHash)
     if (hit) return hit
+    if (this.unknown?.get(lookupHash) === true) return null
     const started = this.epoch
     const loaded = await load(lookupHash)
-    // Misses are not cached: a key created a moment ago must work on its first request.
-    if (loaded && started === this.epoch) this.set(lookupHash, loaded)
+    if (started === this.epoch) {
+      if (loaded) this.set(lookupHash, loaded)
+      // A miss is remembered briefly; creating any key (a key message) forgets every miss, so a
+      // key created a moment ago works on its first request, on every instance.
+      else this.unknown?.set(lookupHash, true)
+    }
     return loaded
   }
 
   invalidateKey (keyId: string): void {
     this.epoch++
+    this.unknown?.clear()
     const hash = this.byKey.get(keyId)
     if (hash !== undefined) this.lru.delete(hash)
   }
@@ -89,6 +117,7 @@ export class KeyCache {
   clear (): void {
     this.epoch++
     this.lru.clear()
+    this.unknown?.clear()
   }
 
   /** Stops listening to the bus; the bus itself belongs to whoever created it. */

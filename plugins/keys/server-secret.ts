@@ -5,6 +5,7 @@
 // GATEWAY_SECRET. Single-node embedded mode may auto-create one for convenience.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, restrictFile } from './private-files.js'
 import { randomBytes as nodeRandomBytes } from 'node:crypto'
 import { MIN_SECRET_LENGTH } from './key-crypto.js'
 import type { RandomBytes } from './key-format.js'
@@ -52,17 +53,19 @@ export function resolveServerSecret (opts: ResolveServerSecretOptions): Resolved
         'secret to find and reveal API keys'
     )
   }
-  mkdirSync(opts.dataDir, { recursive: true })
+  mkdirSync(opts.dataDir, { recursive: true, mode: PRIVATE_DIR_MODE })
   const path = join(opts.dataDir, SECRET_FILE_NAME)
   const fresh = Buffer.from((opts.random ?? nodeRandomBytes)(32)).toString('base64url')
   try {
     // 'wx' fails when the file exists, so two processes starting together cannot
     // both write and end up with different secrets.
-    writeFileSync(path, `${fresh}\n`, { mode: 0o600, flag: 'wx' })
+    writeFileSync(path, `${fresh}\n`, { mode: PRIVATE_FILE_MODE, flag: 'wx' })
     return { secret: fresh, generated: true, path, created: true }
   } catch (err) {
     if (!isErrno(err, 'EEXIST')) throw err
   }
+  // A file written by an older version (or copied in) may be readable by others.
+  restrictFile(path)
   const stored = readFileSync(path, 'utf8').trim()
   if (stored.length < MIN_SECRET_LENGTH) {
     throw new ServerSecretError(

@@ -4,6 +4,7 @@ import { gatewayError } from '../errors/index.js'
 import type { CompiledRoutes } from '../routes/compile.js'
 import { JsonDepthGuard, MultipartPartCounter } from './body-guards.js'
 import { boundaryOf, MultipartLimitError, summariseMultipart, type MultipartLimits, type MultipartSummary } from './multipart.js'
+import { findModelPart } from './multipart-model.js'
 import { BodyDeadlines, readBody } from './read-body.js'
 
 export type ParsedBody =
@@ -107,7 +108,16 @@ export function registerBodyParsers (app: FastifyInstance, opts: BodyOptions): v
         error: () => gatewayError('REQUEST_TOO_LARGE', { closeConnection: true, detail: `The multipart body has more than ${opts.multipart.parts} parts.` })
       }
     }, deadlines).then((buf) => summariseMultipart(buf, contentType, opts.multipart).then(
-      (summary) => { done(null, { kind: 'multipart', raw: buf, contentType, summary } satisfies ParsedBody) },
+      (summary) => {
+        // An ambiguous model field is refused here, before any hold or the upstream.
+        try {
+          findModelPart(buf, summary.boundary, summary.fields.model)
+        } catch (err) {
+          done(err as Error, undefined)
+          return
+        }
+        done(null, { kind: 'multipart', raw: buf, contentType, summary } satisfies ParsedBody)
+      },
       (err: unknown) => {
         done(err instanceof MultipartLimitError
           ? gatewayError('REQUEST_TOO_LARGE', { detail: `The multipart body has more ${err.what} than this gateway accepts.` })

@@ -68,27 +68,3 @@ export function summariseMultipart (raw: Buffer, contentType: string, limits?: M
     bb.end(raw)
   })
 }
-
-/**
- * Replaces the value of the plain field `name` in a multipart body, keeping every other byte.
- * Returns null when the field is absent.
- */
-export function rewriteMultipartField (raw: Buffer, boundary: string, name: string, value: string): Buffer | null {
-  const delimiter = Buffer.from(`\r\n--${boundary}`)
-  const headerNeedle = `name="${name}"`
-  // The first boundary has no leading CRLF.
-  let partStart = raw.indexOf(`--${boundary}`)
-  while (partStart !== -1) {
-    const headersStart = partStart + (raw[partStart] === 0x0d ? delimiter.length : boundary.length + 2)
-    const headersEnd = raw.indexOf('\r\n\r\n', headersStart)
-    if (headersEnd === -1) return null
-    const next = raw.indexOf(delimiter, headersEnd + 4)
-    if (next === -1) return null
-    const headers = raw.subarray(headersStart, headersEnd).toString('latin1')
-    if (headers.includes(headerNeedle) && !/filename=/i.test(headers)) {
-      return Buffer.concat([raw.subarray(0, headersEnd + 4), Buffer.from(value), raw.subarray(next)])
-    }
-    partStart = next
-  }
-  return null
-}

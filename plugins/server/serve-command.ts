@@ -1,3 +1,4 @@
+import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../admin/admin-server.js'
 import { ConfigError, formatProblem, loadConfig } from '../config/index.js'
 import { buildServer } from './server.js'
 import { openServices, serviceEnvFromProcess } from '../gateway/index.js'
@@ -18,11 +19,31 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     }
     throw err
   }
-  const services = await openServices({ ...serviceEnvFromProcess(), defaultTier: loaded.config.limits.default_tier })
-  const app = await buildServer({ config: loaded.config, services, adminToken: process.env.GATEWAY_ADMIN_TOKEN })
-  app.addHook('onClose', async () => { await services.close() })
+  const adminToken = process.env.GATEWAY_ADMIN_TOKEN
+  const adminProblem = adminStartupProblem(adminToken, loaded.config.admin)
+  if (adminProblem !== null) {
+    process.stderr.write(adminProblem + '\n')
+    return 1
+  }
+  const services = await openServices({
+    ...serviceEnvFromProcess(),
+    defaultTier: loaded.config.limits.default_tier,
+    unknownKeyTtlMs: loaded.config.auth.unknown_key_ttl_ms,
+    unknownKeyCacheMax: loaded.config.auth.unknown_key_cache_max
+  })
+  // The admin API is not on the public listener: it gets its own, on loopback by default.
+  const app = await buildServer({ config: loaded.config, services })
+  const admin = adminToken ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock }) : null
+  app.addHook('onClose', async () => {
+    await admin?.close()
+    await services.close()
+  })
   const { port, host } = loaded.config.server
   await app.listen({ port, host })
+  if (admin) {
+    await admin.listen(adminListenAddress(loaded.config.admin))
+    app.log.info({ admin: admin.server.address() }, 'admin API listening')
+  }
   app.log.info({ config: file, hash: loaded.hash.slice(0, 12) }, 'model gateway ready')
   return await new Promise<number>((resolve) => {
     let closing = false

@@ -10,10 +10,11 @@ import type { Outcome, RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
 import { applyBodyRules } from '../request/body-rules.js'
 import { rewriteJsonModel } from '../request/json-model.js'
-import { rewriteMultipartField } from '../request/multipart.js'
+import { rewriteMultipartModel } from '../request/multipart-model.js'
 import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from './forward.js'
 import type { CompiledProvider, Upstreams } from './providers.js'
-import { clientResponseHeaders, relay, relayOutcome, type RelayEnd } from './relay.js'
+import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
+import { relay, relayOutcome, type RelayEnd } from './relay.js'
 
 export interface ForwardDeps {
   upstreams: Upstreams
@@ -46,8 +47,8 @@ function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer
     return rewriteJsonModel(raw, model.upstreamModel) ??
       Buffer.from(JSON.stringify({ ...body.json, model: model.upstreamModel }))
   }
-  if (body.summary.fields.model === undefined) return body.raw
-  return rewriteMultipartField(body.raw, body.summary.boundary, 'model', model.upstreamModel) ?? body.raw
+  // Throws (REQUEST_INVALID, nothing sent or billed) when the part read is not the one found.
+  return rewriteMultipartModel(body.raw, body.summary.boundary, body.summary.fields.model, model.upstreamModel) ?? body.raw
 }
 
 /**
@@ -79,20 +80,11 @@ function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolea
   })
 }
 
-/** Query string minus a `key` parameter: a key sent that way must never reach a provider. */
-function forwardedQuery (query: string): string {
-  if (query === '' || !query.includes('key=')) return query
-  const params = new URLSearchParams(query.slice(1))
-  params.delete('key')
-  const rest = params.toString()
-  return rest === '' ? '' : `?${rest}`
-}
-
 function upstreamPath (ctx: RequestContext, provider: CompiledProvider, template: string, model: CompiledModel | null): string {
   let path = template
   if (model) path = path.replace('{model}', encodeURIComponent(model.upstreamModel))
   if (ctx.params.id !== undefined) path = path.replace('{id}', encodeURIComponent(ctx.params.id))
-  return provider.basePath + path + forwardedQuery(ctx.query)
+  return provider.basePath + path + forwardedQuery(ctx.query, provider.allow.queryParams)
 }
 
 interface Target { model: CompiledModel | null, poolName: string, template: string }
@@ -176,7 +168,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     const overheadMs = ms(ctx.startedAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())
     own['x-gateway-overhead-ms'] = overheadMs.toFixed(3)
     if (deps.jobs?.answers(ctx)) {
-      const r = await deps.jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own), body: upstream.body, provider: provider.name, answered })
+      const r = await deps.jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own, provider.allow), body: upstream.body, provider: provider.name, answered })
       control.end({ kind: 'completed', httpStatus: upstream.statusCode, errorCode: null, answeredModel: answered, upstreamMs: ms(dispatchedAt, process.hrtime.bigint()), usage: r.usage, overheadMs, ...(r.job ? { job: r.job } : {}) })
       return
     }
@@ -201,7 +193,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     relay({
       res,
       status: upstream.statusCode,
-      headers: clientResponseHeaders(upstream.headers, own),
+      headers: clientResponseHeaders(upstream.headers, own, provider.allow),
       body: upstream.body,
       sse,
       drainTimeoutMs: deps.drainTimeoutMs,

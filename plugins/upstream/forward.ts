@@ -2,37 +2,8 @@ import type { Dispatcher } from 'undici'
 import { gatewayError, GatewayError } from '../errors/index.js'
 import type { CompiledProvider } from './providers.js'
 
-// Hop-by-hop headers (RFC 9110 §7.6.1) and ones undici or the gateway sets itself.
-const NEVER_FORWARDED: ReadonlySet<string> = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'host', 'content-length', 'accept-encoding', 'expect', 'http2-settings'
-])
-
-export interface RequestHeaderFilter {
-  /** Lower-case header names never sent upstream (client credentials). */
-  readonly strip: ReadonlySet<string>
-}
-
-export function upstreamRequestHeaders (
-  client: Readonly<Record<string, string | string[] | undefined>>,
-  filter: RequestHeaderFilter,
-  provider: CompiledProvider,
-  contentType: string | undefined
-): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {}
-  const connectionListed = typeof client.connection === 'string'
-    ? new Set(client.connection.toLowerCase().split(',').map((s) => s.trim()))
-    : undefined
-  for (const [name, value] of Object.entries(client)) {
-    if (value === undefined || NEVER_FORWARDED.has(name) || filter.strip.has(name) || connectionListed?.has(name)) continue
-    out[name] = value
-  }
-  // Usage is read from the response bytes, so they must arrive uncompressed.
-  out['accept-encoding'] = 'identity'
-  if (contentType !== undefined) out['content-type'] = contentType
-  for (const [name, value] of Object.entries(provider.headers)) out[name] = value
-  return out
-}
+// Which client headers go upstream is the provider's allow-list (allow-lists.ts).
+export { upstreamRequestHeaders, type RequestHeaderFilter } from './allow-lists.js'
 
 const UNREACHABLE: ReadonlySet<string> = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE',

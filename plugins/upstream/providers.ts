@@ -1,5 +1,6 @@
 import { Agent, Pool, type Dispatcher } from 'undici'
 import type { GatewayConfig } from '../config/types.js'
+import { compileAllowLists, type ProviderAllowLists } from './allow-lists.js'
 
 export interface CompiledProvider {
   readonly name: string
@@ -9,6 +10,8 @@ export interface CompiledProvider {
   readonly headers: Readonly<Record<string, string>>
   readonly timeoutMs: number
   readonly bodyTimeoutMs: number
+  /** What may cross besides the body, both ways (compiled once). */
+  readonly allow: ProviderAllowLists
 }
 
 export interface CompiledPool {
@@ -39,7 +42,8 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
       basePath: url.pathname.replace(/\/+$/, ''),
       headers: Object.freeze(Object.fromEntries(Object.entries(p.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]))),
       timeoutMs: p.timeout_ms,
-      bodyTimeoutMs: p.body_timeout_ms
+      bodyTimeoutMs: p.body_timeout_ms,
+      allow: compileAllowLists(p)
     }))
     connectionsByOrigin.set(url.origin, (connectionsByOrigin.get(url.origin) ?? 0) + p.connections)
   }

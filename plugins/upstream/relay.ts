@@ -1,28 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
 
-// Upstream response headers the client never sees: hop-by-hop, cookies of the provider,
-// and the provider's request id (the gateway's own X-Request-ID names the occurrence).
-const DROPPED: ReadonlySet<string> = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'set-cookie', 'x-request-id', 'date', 'server'
-])
-
-export function clientResponseHeaders (
-  upstream: Readonly<Record<string, string | string[] | undefined>>,
-  own: Readonly<Record<string, string>>
-): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {}
-  for (const [name, value] of Object.entries(upstream)) {
-    if (value === undefined || DROPPED.has(name)) continue
-    out[name] = value
-  }
-  const upstreamId = upstream['x-request-id']
-  if (typeof upstreamId === 'string') out['x-upstream-request-id'] = upstreamId
-  for (const [name, value] of Object.entries(own)) out[name] = value
-  return out
-}
-
 /** `client_stalled`: the client read nothing for `writeStallMs` and was cut (see relay). */
 export type RelayEnd = 'completed' | 'stream_interrupted' | 'client_disconnected' | 'client_stalled'
 

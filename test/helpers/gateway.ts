@@ -61,6 +61,26 @@ export interface TestGatewayOptions {
    * drive a watcher by hand or ask for this one).
    */
   jobWatcher?: boolean
+  /**
+   * Add the mock upstream's `x-mock-*` control headers to every provider's request allow-list
+   * (default true), so a test can steer the mock through the gateway. False: the config's lists as written.
+   */
+  mockControlHeaders?: boolean
+}
+
+/** The request headers the mock upstream reads its behaviour from (fixtures/mock-upstream/behaviour.ts). */
+export const MOCK_CONTROL_HEADERS = [
+  'x-mock-status', 'x-mock-delay-ms', 'x-mock-hang', 'x-mock-chunks', 'x-mock-chunk-delay-ms',
+  'x-mock-cut-after', 'x-mock-usage', 'x-mock-input-tokens', 'x-mock-job', 'x-mock-job-polls', 'x-mock-retry-after'
+]
+
+/** The config with the mock's control headers allowed upstream (a copy; the loaded one is frozen). */
+export function withMockControlHeaders (config: GatewayConfig): GatewayConfig {
+  const providers = Object.fromEntries(Object.entries(config.providers).map(([name, p]) => [name, {
+    ...p,
+    allow_request_headers: [...new Set([...p.allow_request_headers, ...MOCK_CONTROL_HEADERS])]
+  }]))
+  return { ...config, providers }
 }
 
 export const REPO_CONFIG = new URL('../../gateway.yaml', import.meta.url).pathname
@@ -89,15 +109,18 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
   const mock = opts.mock ?? await startMockUpstream()
   const env = { ...process.env, ...mockEnv(mock.url), PORT: '0', HOST: '127.0.0.1', ...(opts.env ?? {}) }
   const loaded = loadConfig(opts.configFile ?? REPO_CONFIG, env).config
-  const config: GatewayConfig = opts.jobWatcher === true
+  const watched: GatewayConfig = opts.jobWatcher === true
     ? loaded
     : { ...loaded, jobs: { ...loaded.jobs, watcher: { ...loaded.jobs.watcher, enabled: false } } }
+  const config = opts.mockControlHeaders === false ? watched : withMockControlHeaders(watched)
   const backend = opts.backend ?? 'sqlite'
   const ownLocation = opts.location === undefined
   const location = opts.location ?? (backend === 'pg' ? randomSchemaName() : mkdtempSync(join(tmpdir(), 'gw-test-')))
   const services = await openServices({
     secret: TEST_SECRET,
     defaultTier: config.limits.default_tier,
+    unknownKeyTtlMs: config.auth.unknown_key_ttl_ms,
+    unknownKeyCacheMax: config.auth.unknown_key_cache_max,
     ...(backend === 'pg' ? { databaseUrl: TEST_DATABASE_URL, schema: location } : { dataDir: location }),
     ...(opts.redisChannel ? { redisUrl: TEST_REDIS_URL, channel: opts.redisChannel } : {}),
     ...(opts.services ?? {})

@@ -91,6 +91,8 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
       const material = newKeyMaterial(ctx, id)
       try {
         const row = await insertRow(id, input.accountId, withKeyDefaults(input), material, false)
+        // Instances that remember this key's hash as unknown (negative cache) forget it now.
+        await ctx.publish({ kind: 'key', id })
         return { ok: true, value: { record: toRecord(row), plaintext: material.plaintext } }
       } catch (err) {
         if (pgErrorCode(err) === FOREIGN_KEY_VIOLATION) return { ok: false, error: 'account_not_found' }
@@ -160,6 +162,7 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
       const material = { prefix: displayPrefix(plaintext), lookupHash: lookupHash(ctx.secret, plaintext), sealed: null }
       try {
         const row = await insertRow(ctx.ids('key'), accountId, withKeyDefaults(fields), material, true)
+        await ctx.publish({ kind: 'key', id: row.id })
         return { ok: true, value: toRecord(row) }
       } catch (err) {
         const code = pgErrorCode(err)

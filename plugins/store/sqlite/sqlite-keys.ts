@@ -120,6 +120,8 @@ export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore
       const material = newKeyMaterial(ctx, id)
       try {
         const row = insertRow(id, input.accountId, withKeyDefaults(input), material, false)
+        // Instances that remember this key's hash as unknown (negative cache) forget it now.
+        await ctx.publish({ kind: 'key', id })
         return { ok: true, value: { record: toRecord(row), plaintext: material.plaintext } }
       } catch (err) {
         if (constraintCode(err) === 'SQLITE_CONSTRAINT_FOREIGNKEY') return { ok: false, error: 'account_not_found' }
@@ -182,6 +184,7 @@ export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore
       }
       try {
         const row = insertRow(ctx.ids('key'), accountId, withKeyDefaults(fields), material, true)
+        await ctx.publish({ kind: 'key', id: row.id })
         return { ok: true, value: toRecord(row) }
       } catch (err) {
         const code = constraintCode(err)

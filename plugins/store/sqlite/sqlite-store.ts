@@ -1,5 +1,6 @@
-import { mkdirSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
+import { PRIVATE_FILE_MODE, PRIVATE_DIR_MODE, restrictFile } from '../../keys/private-files.js'
 import Database from 'better-sqlite3'
 import type { StoreContext } from '../context.js'
 import { createSqliteJobStore } from '../jobs/sqlite-jobs.js'
@@ -31,8 +32,13 @@ export interface SqliteParts {
 }
 
 export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
-  mkdirSync(dataDir, { recursive: true })
-  const db = new Database(join(dataDir, SQLITE_FILE_NAME))
+  // Keys (sealed), balances and the request log live here: owner only. SQLite gives the -wal
+  // and -shm files the mode of the database file, so creating that one 0600 covers all three.
+  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE })
+  const file = join(dataDir, SQLITE_FILE_NAME)
+  closeSync(openSync(file, 'a', PRIVATE_FILE_MODE))
+  for (const name of [file, `${file}-wal`, `${file}-shm`]) restrictFile(name)
+  const db = new Database(file)
   try {
     // First, so a second process switching to WAL or migrating waits instead of failing.
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)

@@ -1,0 +1,59 @@
+// The admin API on a listener of its own. Operators' calls create keys and move money, so by
+// default they are served on loopback only (`admin.host: 127.0.0.1`), apart from the public
+// listener that tenants reach; `serve` starts both. Mounting the admin routes on the main app
+// (buildServer's `adminToken`) stays possible for embedded use and tests.
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { AdminConfig, GatewayConfig } from '../config/types.js'
+import type { Clock, Store } from '../store/index.js'
+import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
+import { adminRoutes, adminTokenProblem } from './routes.js'
+import type { AdminThrottle } from './throttle.js'
+
+export interface AdminServerOptions {
+  config: GatewayConfig
+  store: Store
+  /** GATEWAY_ADMIN_TOKEN, already checked with adminTokenProblem. */
+  token: string
+  clock?: Clock
+  throttle?: AdminThrottle
+  logger?: FastifyServerOptions['logger']
+}
+
+/** Where the admin listener binds: GATEWAY_ADMIN_HOST / GATEWAY_ADMIN_PORT, else `config.admin`. */
+export function adminListenAddress (admin: AdminConfig, env: NodeJS.ProcessEnv = process.env): { host: string, port: number } {
+  const host = env.GATEWAY_ADMIN_HOST !== undefined && env.GATEWAY_ADMIN_HOST !== '' ? env.GATEWAY_ADMIN_HOST : admin.host
+  const portText = env.GATEWAY_ADMIN_PORT
+  const port = portText !== undefined && /^\d{1,5}$/.test(portText) && Number(portText) <= 65535 ? Number(portText) : admin.port
+  return { host, port }
+}
+
+/**
+ * The one line `serve` prints before exiting non-zero when the admin token is unusable, or
+ * null (also when no token is set: the admin API is then simply off).
+ */
+export function adminStartupProblem (token: string | undefined, admin: AdminConfig): string | null {
+  if (token === undefined || token === '') return null
+  const problem = adminTokenProblem(token, admin.token_min_length)
+  return problem === null ? null : `${problem}; the gateway does not start with a weak admin token`
+}
+
+/** A Fastify instance serving only the admin API under /admin/v1; the caller listens and closes it. */
+export async function buildAdminServer (opts: AdminServerOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } },
+    bodyLimit: ADMIN_BODY_LIMIT_BYTES,
+    genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
+    disableRequestLogging: true,
+    forceCloseConnections: true
+  })
+  await app.register(adminRoutes, {
+    prefix: ADMIN_PREFIX,
+    store: opts.store,
+    config: opts.config,
+    token: opts.token,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.throttle ? { throttle: opts.throttle } : {})
+  })
+  return app
+}
