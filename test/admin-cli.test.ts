@@ -254,6 +254,6 @@ t.test('the real CLI tells running instances over Redis what changed', async (t)
   // Pub/sub delivery is asynchronous: wait a little for the three messages (the key's creation
   // clears negative key-cache entries, then its revoke, then the suspension).
   const mine = (): InvalidationMessage[] => seen.filter((m) => m.kind !== 'all' && (m.id === key.id || m.id === account.id))
-  for (let i = 0; i < 100 && mine().length < 3; i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 100 && mine().length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20))
   t.same(mine(), [{ kind: 'key', id: key.id }, { kind: 'key', id: key.id }, { kind: 'account', id: account.id }])
 })
