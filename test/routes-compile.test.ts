@@ -49,7 +49,7 @@ t.test('{model} paths share one wildcard per prefix and dispatch on the action',
 
 t.test('a {model} alias one segment up gets a wildcard of its own, dispatching to the same plan', async (t) => {
   const c = compileRoutes(config([
-    { path: '/genai/v1beta/models/{model}:generateContent', aliases: ['/genai/v1beta/{model}:generateContent'], method: 'POST', family: 'genai', operation: 'g', body: ['json'], response: 'json' }
+    { path: '/genai/v1beta/models/{model}:generateContent', aliases: ['/genai/v1beta/{model}:generateContent'], method: 'POST', family: 'genai', operation: 'genai.generateContent', body: ['json'], response: 'json' }
   ]))
   t.same(c.fastifyRoutes.map((r) => `${r.method} ${r.url}`), ['POST /genai/v1beta/models/*', 'POST /genai/v1beta/*'])
   const [models, bare] = c.fastifyRoutes
