@@ -2,6 +2,7 @@
 // Children run compiled by tsc, as `npm start` runs the gateway (compileChildren), or from
 // source under tsx.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process'
+import { cpus } from 'node:os'
 import { rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, relative } from 'node:path'
@@ -37,6 +38,27 @@ function childRuntime (entry: URL): { file: string, execArgv: string[], env: Rec
   return { file: join(BUILD_DIR, relative(REPO_ROOT, source)).replace(/\.ts$/, '.js'), execArgv: [], env: { BENCH_GATEWAY_CONFIG: config } }
 }
 
+/**
+ * The process layout on a machine with two cores or more: the target measured (bare proxy or a
+ * gateway) alone on one core, the mock provider and the load generator (this process) on
+ * another, so the two do not take each other's CPU in the middle of a run.
+ */
+export const CORES = { target: 0, load: 1 } as const
+
+/**
+ * Pins every thread of a process to one core with taskset (threads it starts later inherit the
+ * mask). False where it cannot (one core, or no taskset): the run goes on unpinned and says so.
+ */
+export function pinToCore (pid: number, core: number): boolean {
+  if (cpus().length < 2) return false
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
+
 export interface ForkOptions {
   /** Label in messages. */
   name: string
@@ -46,6 +68,8 @@ export interface ForkOptions {
   /** Node flags added after `--expose-gc` (e.g. --cpu-prof). */
   execArgv?: readonly string[]
   startTimeoutMs?: number
+  /** Core to pin the child to (see CORES). */
+  core?: number
 }
 
 export interface BenchChild {
@@ -74,6 +98,7 @@ export async function forkChild (opts: ForkOptions): Promise<BenchChild> {
   })
   const pid = child.pid
   if (pid === undefined) throw new Error(`${opts.name}: fork failed`)
+  if (opts.core !== undefined) pinToCore(pid, opts.core)
   let alive = true
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { alive = false; resolve(code) }))
   const send = (m: ToChild): void => { if (alive && child.connected) child.send(m) }

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { compileChildren, REPO_ROOT, type BenchChild } from './child-process.js'
+import { compileChildren, CORES, pinToCore, REPO_ROOT, type BenchChild } from './child-process.js'
 import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
@@ -204,6 +204,10 @@ async function main (): Promise<number> {
     process.stderr.write(`ulimit -n ${nofile} is too low for ${MEMORY.streams} streams; run \`ulimit -n 65536\` first\n`)
     return 1
   }
+  const pinned = pinToCore(process.pid, CORES.load)
+  log(pinned
+    ? `cores: each target alone on core ${CORES.target}; the mock and autocannon (this process) on core ${CORES.load} (taskset)`
+    : 'cores: not pinned (one core, or no taskset): targets, mock and load share the machine')
   if (!tsx) compileChildren()
   log(`children: ${tsx ? 'from source under tsx' : 'compiled by tsc (tsconfig.bench.json), plain node'}`)
   const mock = await startMock()

@@ -1,6 +1,6 @@
 // What the benchmark measures: each target is a server in its own child process in front of
 // the mock upstream. The bare proxy is the baseline every other target is divided by.
-import { forkChild, type BenchChild } from './child-process.js'
+import { CORES, forkChild, type BenchChild } from './child-process.js'
 
 /** Environment for a target's child: at least BENCH_UPSTREAM_URL (the mock's URL). */
 export type TargetEnv = Readonly<Record<string, string>>
@@ -35,7 +35,7 @@ export function childTarget (name: string, description: string, entry: URL, extr
     description,
     bills,
     async start (env, opts = {}) {
-      const child = await forkChild({ name, entry, env: { ...extraEnv, ...env }, execArgv: opts.execArgv ?? [] })
+      const child = await forkChild({ name, entry, env: { ...extraEnv, ...env }, execArgv: opts.execArgv ?? [], core: CORES.target })
       return { url: child.url, pid: child.pid, stop: () => child.stop(), child }
     }
   }
@@ -105,5 +105,5 @@ export function targetNamed (name: string): Target {
 }
 
 export async function startMock (): Promise<BenchChild> {
-  return await forkChild({ name: 'mock-upstream', entry: new URL('./children/mock-upstream.ts', import.meta.url), env: {} })
+  return await forkChild({ name: 'mock-upstream', entry: new URL('./children/mock-upstream.ts', import.meta.url), env: {}, core: CORES.load })
 }

@@ -1,26 +1,12 @@
 import type { Clock } from '../store/clock.js'
 import type { JobRecord, JobState, JobStore } from '../store/jobs/types.js'
 import type { LedgerStore } from '../store/ledger/types.js'
+import { withLedgerRetry } from '../store/ledger/retry.js'
 
 export interface SettleJobDeps {
   jobs: JobStore
   ledger: LedgerStore
   clock: Clock
-}
-
-/**
- * Ledger writes are retried: settle and release are exactly-once per hold in the ledger, so a
- * retry after a lost acknowledgement changes nothing.
- */
-async function withRetry<T> (op: () => Promise<T>, attempts = 5, delayMs = 100): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await op()
-    } catch (err) {
-      if (i >= attempts) throw err
-      await new Promise((resolve) => setTimeout(resolve, delayMs * 2 ** (i - 1)))
-    }
-  }
 }
 
 export interface JobEnd {
@@ -41,9 +27,9 @@ export async function endJob (deps: SettleJobDeps, job: JobRecord, state: Exclud
   const moved = await deps.jobs.finish(job.id, state, upstreamStatus, deps.clock.now())
   if (!moved) return { ended: false, posted: 0n }
   if (state !== 'completed') {
-    await withRetry(async () => await deps.ledger.release(moved.holdId))
+    await withLedgerRetry(async () => await deps.ledger.release(moved.holdId))
     return { ended: true, posted: 0n }
   }
-  const r = await withRetry(async () => await deps.ledger.settle({ holdId: moved.holdId, amount: moved.price, requestId: moved.requestId, note: `job ${moved.id}` }))
+  const r = await withLedgerRetry(async () => await deps.ledger.settle({ holdId: moved.holdId, amount: moved.price, requestId: moved.requestId, note: `job ${moved.id}` }))
   return { ended: true, posted: r.posted }
 }

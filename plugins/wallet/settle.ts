@@ -7,6 +7,7 @@ import type { Clock } from '../store/clock.js'
 import type { LedgerStore, SettleResult } from '../store/ledger/types.js'
 import type { HoldKeeper } from './hold-renewal.js'
 import { holdOf } from './hold.js'
+import { withLedgerRetry } from '../store/ledger/retry.js'
 
 export interface SettleDeps {
   ledger: LedgerStore
@@ -24,22 +25,6 @@ export interface Settled {
   postingId: string | null
   /** The part of `cost` above the hold, posted all the same (null when the charge fit in the hold). */
   overage: bigint | null
-}
-
-/**
- * Ledger writes are retried: settle and release are exactly-once per hold in the ledger, so a
- * retry after a lost acknowledgement changes nothing, and a transient database failure does
- * not leave a served request to the reaper (which would release it unbilled).
- */
-async function withRetry<T> (op: () => Promise<T>, attempts = 5, delayMs = 100): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await op()
-    } catch (err) {
-      if (i >= attempts) throw err
-      await new Promise((resolve) => setTimeout(resolve, delayMs * 2 ** (i - 1)))
-    }
-  }
 }
 
 const NOTHING: Settled = { billing: 'NOT_BILLED', cost: null, held: null, holdId: null, postingId: null, overage: null }
@@ -96,21 +81,21 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
     hold.closed = true
     if (outcome.job?.id === undefined) {
       // An accepted job that plugins/jobs did not record can never be matched to its end: release.
-      await withRetry(async () => await ledger.release(hold.holdId))
+      await withLedgerRetry(async () => await ledger.release(hold.holdId))
       return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
     }
     return { ...base, billing: 'PENDING', cost: null, postingId: null, overage: null }
   }
   hold.closed = true
   if (status === 'NOT_BILLED') {
-    await withRetry(async () => await ledger.release(hold.holdId))
+    await withLedgerRetry(async () => await ledger.release(hold.holdId))
     return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
   }
   // An estimate is the gateway's own count of text it saw, which the hold already bounds (output
   // up to the max tokens held for, input up to one token per body byte): where it comes out
   // higher, the estimate is off, not the usage. Only a provider's report is posted as an overage.
   const amount = usage !== null && !usage.reported && charge > hold.amount ? hold.amount : charge
-  const r = await withRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
+  const r = await withLedgerRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
   // Nothing posted (the hold had expired): there is no posting for the row to name.
   return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: r.posted > 0n ? `post:${hold.holdId}` : null, overage: overageOf(r) }
 }
