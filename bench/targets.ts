@@ -57,14 +57,14 @@ const EMBEDDED: TargetEnv = { BENCH_DATABASE_URL: '' }
 
 export const gatewayCoreTarget = childTarget(
   'gateway-core',
-  'Fastify (buildServer options) + modelGateway, core chain only: no auth, wallet, settlement or request log',
+  'Fastify (buildServer options) + the pipeline host with the request, models and upstream plugins only: no auth, wallet, settlement or request log',
   new URL('./children/gateway-core.ts', import.meta.url),
   { ...EMBEDDED, BENCH_GATEWAY_STAGES: 'none' }
 )
 
 export const gatewayAuthTarget = childTarget(
   'gateway-auth',
-  'gateway-core + authStage + modelAccessStage, embedded SQLite store, seeded key',
+  'gateway-core + the auth plugin, embedded SQLite store, seeded key',
   new URL('./children/gateway-core.ts', import.meta.url),
   { ...EMBEDDED, BENCH_GATEWAY_STAGES: 'auth' }
 )

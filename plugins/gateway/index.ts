@@ -58,13 +58,12 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const { config, services, models } = parts
   const { store, clock } = services
   const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log })
-  if (config.jobs.watcher.enabled) jobs.watcher.start()
   return [
     limitsPlugin(config.server),
     requestPlugin(config),
     modelsPlugin(models),
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
-    jobsPlugin(jobs),
+    jobsPlugin(jobs, { watch: config.jobs.watcher.enabled }),
     operationsPlugin(),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotencyPlugin({ store: store.idempotency }),

@@ -85,12 +85,16 @@ export function createJobs (deps: JobsDeps): Jobs {
 
 /**
  * admit: a job poll or download names a job of the caller's account (else the not-found of a
- * missing id); a download of a job not yet known to be finished is settled first. close: stops
- * the watcher. The forward phase asks `Jobs` where job routes go and lets it write their answers.
+ * missing id); a download of a job not yet known to be finished is settled first. setup starts
+ * the watcher (when `watch`), close stops it. The forward phase asks `Jobs` where job routes go
+ * and lets it write their answers.
  */
-export function jobsPlugin (jobs: Jobs): GatewayPlugin {
+export function jobsPlugin (jobs: Jobs, opts: { watch: boolean }): GatewayPlugin {
   return {
     name: 'jobs',
+    setup () {
+      if (opts.watch) jobs.watcher.start()
+    },
     admit: jobs.admit,
     close: async () => { await jobs.close() }
   }

@@ -180,15 +180,19 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       return usage
     }
 
-    const outcomeOf = (end: RelayEnd): Outcome => ({
-      ...relayOutcome(end),
-      httpStatus: upstream.statusCode,
-      answeredModel: answered,
-      upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
-      usage: finalUsage(),
-      overheadMs,
-      ...(meter && (meter.jobId !== undefined || meter.jobStatus !== undefined) ? { job: { id: meter.jobId, status: meter.jobStatus } } : {})
-    })
+    const outcomeOf = (end: RelayEnd): Outcome => {
+      const { kind, errorCode } = relayOutcome(end)
+      return {
+        kind,
+        errorCode,
+        httpStatus: upstream.statusCode,
+        answeredModel: answered,
+        upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
+        usage: finalUsage(),
+        overheadMs,
+        ...(meter && (meter.jobId !== undefined || meter.jobStatus !== undefined) ? { job: { id: meter.jobId, status: meter.jobStatus } } : {})
+      }
+    }
     reply.hijack()
     relay({
       res,
