@@ -34,8 +34,13 @@ export interface RequestState {}
 /** Per-request state passed along the phases. */
 export interface RequestContext {
   readonly requestId: string
-  /** process.hrtime.bigint() when the request arrived. */
+  /** process.hrtime.bigint() when the request arrived (its headers, before the body). */
   readonly startedAt: bigint
+  /**
+   * process.hrtime.bigint() once the body had been read and resolve began: the gateway's own
+   * time before forwarding is counted from here, not the client's upload.
+   */
+  handledAt: bigint
   readonly plan: RoutePlan
   /** The parsed body; undefined until the body was read (after admit), or when there is none. */
   body: ParsedBody | undefined

@@ -159,6 +159,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     const ctx: HostContext = {
       requestId: req.id,
       startedAt: process.hrtime.bigint(),
+      handledAt: 0n,
       plan,
       body: undefined,
       headers: req.headers,
@@ -184,6 +185,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
   const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const ctx = req.gatewayContext as HostContext
     ctx.stage = 'handle'
+    ctx.handledAt = process.hrtime.bigint()
     ctx.body = req.body as ParsedBody | undefined
     const control: ForwardControl = {
       retarget: async (model) => {

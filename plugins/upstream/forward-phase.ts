@@ -165,7 +165,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     }
     if (answered) own['x-gateway-model'] = answered.id
     if (answered && primary && answered.id !== primary.id) own['x-gateway-requested-model'] = primary.id
-    const overheadMs = ms(ctx.startedAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())
+    const overheadMs = ms(ctx.handledAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())
     own['x-gateway-overhead-ms'] = overheadMs.toFixed(3)
     if (deps.jobs?.answers(ctx)) {
       const r = await deps.jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own, provider.allow), body: upstream.body, provider: provider.name, answered })
