@@ -47,12 +47,6 @@ export interface RelayOptions {
   filter?: RelayFilter
   /** The `event: error` frame to end a broken SSE stream with. */
   errorFrame: () => string
-  /**
-   * Awaited after the upstream body ended and before the client gets its answer. With it the
-   * (small) answer is held back whole: a client reading a Content-Length body has it all once
-   * the last byte is written, whether or not the response was ended.
-   */
-  beforeEnd?: () => Promise<void>
   onEnd: (end: RelayEnd, error?: unknown) => void
 }
 
@@ -151,16 +145,10 @@ export function relay (o: RelayOptions): void {
     }
   }
 
-  const heldBack: Buffer[] | null = o.beforeEnd ? [] : null
   body.on('data', (chunk: Buffer) => {
     onChunk?.(chunk)
     const pieces = filter ? filter.push(chunk) : null
     if (clientGone) return
-    if (heldBack) {
-      if (pieces) heldBack.push(...pieces)
-      else heldBack.push(chunk)
-      return
-    }
     let room = true
     if (pieces) {
       for (const piece of pieces) room = write(piece)
@@ -178,21 +166,12 @@ export function relay (o: RelayOptions): void {
       finish(goneAs)
       return
     }
-    // What the filter still releases is the stream's last bytes: after anything held back.
-    if (filter) {
-      const last = filter.end()
-      if (heldBack) heldBack.push(...last)
-      else for (const piece of last) write(piece)
-    }
-    const end = (): void => {
-      if (heldBack) for (const piece of heldBack) write(piece)
-      corked = false
-      res.end()
-      finish('completed')
-      cutIfUnread()
-    }
-    if (o.beforeEnd) o.beforeEnd().then(end, end)
-    else end()
+    // What the filter still releases is the stream's last bytes.
+    if (filter) for (const piece of filter.end()) write(piece)
+    corked = false
+    res.end()
+    finish('completed')
+    cutIfUnread()
   })
   // Settled already; a client that leaves the answer's last bytes unread for the stall bound
   // does not keep its connection and their buffer any longer.
