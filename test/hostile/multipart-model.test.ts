@@ -9,6 +9,15 @@ import { ledgerState } from '../helpers/billing.js'
 import { startTestGateway, type Backend, type TestGateway } from '../helpers/gateway.js'
 import { wavFile } from '../helpers/wire.js'
 
+/** The ledger once the requests of earlier tests have settled (settlement follows the answer); holds are read first, then the rest. */
+async function settledLedger (gw: TestGateway): Promise<Awaited<ReturnType<typeof ledgerState>>> {
+  for (let i = 0; i < 250; i++) {
+    if ((await gw.services.store.ledger.openHolds(gw.account.id)).length === 0) return await ledgerState(gw)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  throw new Error('earlier requests did not settle')
+}
+
 const BOUNDARY = 'hostile-boundary-7f3a'
 const WAV = wavFile(8000)
 
@@ -89,7 +98,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     for (const [name, body] of refused) {
       t.test(`${name}: refused, nothing sent or billed`, async (t) => {
         gw.mock.reset()
-        const before = await ledgerState(gw)
+        const before = await settledLedger(gw)
         const res = await transcribe(gw, body)
         t.equal(res.status, 400, res.text)
         t.equal(res.code, 'REQUEST_INVALID')
