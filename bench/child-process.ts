@@ -70,6 +70,8 @@ export interface ForkOptions {
   startTimeoutMs?: number
   /** Core to pin the child to (see CORES). */
   core?: number
+  /** Runs the child with this program instead of node (given node's arguments): a wrapper such as valgrind. */
+  execPath?: string
 }
 
 export interface BenchChild {
@@ -94,7 +96,8 @@ export async function forkChild (opts: ForkOptions): Promise<BenchChild> {
     cwd: REPO_ROOT,
     env: { ...process.env, ...runtime.env, ...opts.env },
     execArgv: [...runtime.execArgv, '--expose-gc', ...(opts.execArgv ?? [])],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc']
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    ...(opts.execPath !== undefined ? { execPath: opts.execPath } : {})
   })
   const pid = child.pid
   if (pid === undefined) throw new Error(`${opts.name}: fork failed`)

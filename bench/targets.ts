@@ -8,6 +8,9 @@ export type TargetEnv = Readonly<Record<string, string>>
 export interface StartOptions {
   /** Extra node flags for the child (e.g. --cpu-prof). */
   execArgv?: readonly string[]
+  /** A wrapper the child runs under (see ForkOptions.execPath). */
+  execPath?: string
+  startTimeoutMs?: number
 }
 
 export interface RunningTarget {
@@ -35,7 +38,15 @@ export function childTarget (name: string, description: string, entry: URL, extr
     description,
     bills,
     async start (env, opts = {}) {
-      const child = await forkChild({ name, entry, env: { ...extraEnv, ...env }, execArgv: opts.execArgv ?? [], core: CORES.target })
+      const child = await forkChild({
+        name,
+        entry,
+        env: { ...extraEnv, ...env },
+        execArgv: opts.execArgv ?? [],
+        core: CORES.target,
+        ...(opts.execPath !== undefined ? { execPath: opts.execPath } : {}),
+        ...(opts.startTimeoutMs !== undefined ? { startTimeoutMs: opts.startTimeoutMs } : {})
+      })
       return { url: child.url, pid: child.pid, stop: () => child.stop(), child }
     }
   }
