@@ -208,6 +208,8 @@ export interface LimitsConfig {
   redis_timeout_ms: number
   /** Most keys and accounts the in-process limiter tracks (default 100 000). */
   local_max_entries: number
+  /** A UTC day (YYYY-MM-DD) of platform-wide image pause; resumes at 00:00 UTC the next day. */
+  images_paused_on?: string
 }
 
 /** Envelope `type` (GenAI: `status`) of one catalogue entry, per envelope. */
