@@ -81,7 +81,9 @@ t.test('60 rpm over two instances on one PostgreSQL schema and one Redis prefix:
   }
   await Promise.all(sends)
   const elapsed = Date.now() - started
-  t.ok(elapsed < 20_000, `sent within the window (${elapsed} ms)`)
+  // Paced at 60 a second for 10 s; on a loaded machine the answers may trail, but every request
+  // must land within one 60 s window, or a second window's admissions would be allowed.
+  t.ok(elapsed < 55_000, `all 600 answered within one window (${elapsed} ms)`)
   t.equal(answers.length, 600, '600 answers')
   const ok = answers.filter((x) => x.status === 200)
   const refused = answers.filter((x) => x.status === 429)

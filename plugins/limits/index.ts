@@ -7,7 +7,7 @@ import type { Clock } from '../store/clock.js'
 import type { Redis } from 'ioredis'
 import { capConnectionsPerAddress } from './connection-cap.js'
 import { Limiter, type StreamLease } from './limiter.js'
-import { compilePolicies, type Policies } from './policy.js'
+import { compilePolicies, type Policies, type Policy } from './policy.js'
 
 export { capConnectionsPerAddress, ConnectionCounts } from './connection-cap.js'
 export { compilePolicies, type Policies, type Policy } from './policy.js'
@@ -53,6 +53,16 @@ export function imagePause (pausedOn: string | undefined, clock: Clock): ((ctx: 
     if (now < start || now >= end) return
     throw gatewayError('LIMIT_IMAGE_PLATFORM_PAUSED', { retryAfterSeconds: Math.max(1, Math.ceil((end - now) / 1000)) })
   }
+}
+
+// Module-level async functions, not closures per request.
+async function admitShared (limiter: Limiter, ctx: RequestContext, keyId: string, account: string, policy: Policy, stream: boolean): Promise<void> {
+  const lease = await limiter.admit(keyId, account, ctx.requestId, policy, stream)
+  if (lease !== undefined) ctx.state.lease = lease
+}
+
+async function leaseFor (limiter: Limiter, ctx: RequestContext, account: string, policy: Policy): Promise<void> {
+  ctx.state.lease = await limiter.lease(account, ctx.requestId, policy)
 }
 
 function streamsByBody (ctx: RequestContext): boolean {
@@ -104,16 +114,14 @@ export function limitsPlugin (deps: LimitsDeps): GatewayPlugin {
         if (lease !== undefined) ctx.state.lease = lease
         return
       }
-      return limiter.admit(auth.key.id, auth.account.id, ctx.requestId, policy, stream).then((lease) => {
-        if (lease !== undefined) ctx.state.lease = lease
-      })
+      return admitShared(limiter, ctx, auth.key.id, auth.account.id, policy, stream)
     },
     charge (ctx) {
       if (ctx.state.lease !== undefined || !streamsByBody(ctx)) return
       const auth = ctx.state.auth
       if (auth === undefined) return
       const policy = policies.resolve(auth.key.rateLimitPolicy, auth.account.tier)
-      return limiter.lease(auth.account.id, ctx.requestId, policy).then((lease) => { ctx.state.lease = lease })
+      return leaseFor(limiter, ctx, auth.account.id, policy)
     },
     finish (ctx) {
       const lease = ctx.state.lease
