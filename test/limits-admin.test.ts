@@ -44,3 +44,14 @@ t.test('model-gateway tiers list prints the same', async (t) => {
   const bad = await tiersCommand(['list', 'extra'], { ...io, stdout: { write: () => {} }, stderr: { write: () => {} } })
   t.not(bad, 0, 'an unexpected argument is a usage error')
 })
+
+t.test('model-gateway check refuses a lease renewal period not below the lease TTL', async (t) => {
+  const { loadConfig } = await import('../plugins/config/index.js')
+  const { crossCheck } = await import('../plugins/config/cross-check.js')
+  const { config } = loadConfig(REPO_CONFIG, {})
+  t.same(crossCheck(config).filter((p) => p.path[0] === 'limits'), [], 'the repository config passes')
+  const bad = { ...config, limits: { ...config.limits, stream_lease_ttl_ms: 5000, stream_lease_renew_ms: 5000 } }
+  const problems = crossCheck(bad).filter((p) => p.path[0] === 'limits')
+  t.equal(problems.length, 1, 'one problem')
+  t.same(problems[0]?.path, ['limits', 'stream_lease_renew_ms'], 'named at limits.stream_lease_renew_ms')
+})
