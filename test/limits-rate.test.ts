@@ -9,6 +9,9 @@ import type { LimitsConfig } from '../plugins/config/types.js'
 import { startTestGateway, TEST_REDIS_URL, type TestGateway } from './helpers/gateway.js'
 import { closedPort } from './helpers/wire.js'
 
+// Child processes, two instances and paced loops: slow on a loaded machine.
+t.setTimeout(300_000)
+
 const TIERS: LimitsConfig['tiers'] = {
   free: { rank: 0, requests_per_minute: 60, concurrent_streams: 4 },
   standard: { rank: 1, requests_per_minute: 600, concurrent_streams: 32 },

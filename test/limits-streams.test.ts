@@ -10,6 +10,9 @@ import type { LimitsConfig } from '../plugins/config/types.js'
 import { startTestGateway, TEST_REDIS_URL, type TestGateway } from './helpers/gateway.js'
 import { writeTestConfig } from './helpers/test-config.js'
 
+// Child processes, two instances and paced loops: slow on a loaded machine.
+t.setTimeout(300_000)
+
 const LEASE_TTL_MS = 3000
 const RENEW_MS = 1000
 const LONG = { 'x-mock-chunks': '2000', 'x-mock-chunk-delay-ms': '50' } // 100 s of stream
