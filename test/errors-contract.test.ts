@@ -77,6 +77,7 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_RETIRED: { reference: 'GW-MODEL-3019', status: 410, retryable: false, strategy: 'NONE' },
   MODEL_VIDEO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3020', status: 400, retryable: false, strategy: 'NONE' },
   LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
+  LIMIT_IMAGE_PLATFORM_PAUSED: { reference: 'GW-LIMIT-4005', status: 503, retryable: true, strategy: 'WAIT' },
   // Produced by the admin failure throttle; Retry-After is the rest of its window (60 s here).
   MODEL_TEMPORARILY_UNAVAILABLE: { reference: 'GW-MODEL-3021', status: 503, retryable: true, strategy: 'BACKOFF', retryAfter: 30 },
   // The spec leaves the status of GW-BILLING-5001 open (its legacy alias INSUFFICIENT_CREDITS was
@@ -469,6 +470,33 @@ t.test('REQUEST_TIMEOUT: a body that does not arrive within server.request_timeo
     conn.socket.destroy()
   }
   nothingForwarded(t)
+})
+
+t.test('LIMIT_IMAGE_PLATFORM_PAUSED: image generation on the pause day (limits.images_paused_on), chat and genai; resumes at 00:00 UTC', async (t) => {
+  // The messages family has no image route: the code is reachable from chat and genai only.
+  const pauseClock = new ManualClock('2030-03-04T22:00:00.000Z')
+  const paused = await startTestGateway({ mock: gw.mock, services: { clock: pauseClock }, limits: { images_paused_on: '2030-03-04' } })
+  t.teardown(() => paused.close())
+  const calls = gw.mock.calls.length
+  const image = async (family: 'chat' | 'genai'): Promise<Response> => family === 'chat'
+    ? await fetch(`${paused.url}/v1/images/generations`, { method: 'POST', headers: { ...paused.auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'openai/gpt-image-1', prompt: 'a cat' }) })
+    : await fetch(`${paused.url}/genai/v1beta/models/genai%2Fimagen-4:generateImages`, { method: 'POST', headers: { 'x-genai-api-key': paused.key, 'content-type': 'application/json' }, body: JSON.stringify({ instances: [{ prompt: 'a cat' }], parameters: { sampleCount: 1 } }) })
+  // 22:00 UTC: two hours until it resumes.
+  await expectError(t, await image('chat'), 'chat', 'LIMIT_IMAGE_PLATFORM_PAUSED', null, 7200)
+  await expectError(t, await image('genai'), 'genai', 'LIMIT_IMAGE_PLATFORM_PAUSED', null, 7200)
+  t.equal(gw.mock.calls.length, calls, 'nothing forwarded while paused')
+  const text = await fetch(`${paused.url}/v1/chat/completions`, { method: 'POST', headers: { ...paused.auth, 'content-type': 'application/json' }, body: chatBody('openai/gpt-4o-mini') })
+  t.equal(text.status, 200, 'other features are unaffected')
+  await text.arrayBuffer()
+  pauseClock.advance(2 * 3600_000 - 1000)
+  await expectError(t, await image('chat'), 'chat', 'LIMIT_IMAGE_PLATFORM_PAUSED', null, 1)
+  pauseClock.advance(1000)
+  const resumed = await image('chat')
+  t.equal(resumed.status, 200, 'at 00:00 UTC the next day image generation resumes by itself')
+  await resumed.arrayBuffer()
+  const genaiResumed = await image('genai')
+  t.equal(genaiResumed.status, 200, 'on genai too')
+  await genaiResumed.arrayBuffer()
 })
 
 t.test('LIMIT_RATE_EXCEEDED: a connection over server.max_connections_per_address', async (t) => {

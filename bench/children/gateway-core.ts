@@ -15,7 +15,7 @@ import { serverBounds } from '../../plugins/request/server-bounds.js'
 import { upstreamPlugin } from '../../plugins/upstream/index.js'
 import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
-import { withoutAddressCap } from './bench-config.js'
+import { withBenchTier, withoutAddressCap } from './bench-config.js'
 import { runChild } from './child-runtime.js'
 import { openBenchServices, type BenchServices } from './seed.js'
 import { ServedCounter } from './served.js'
@@ -28,7 +28,7 @@ await runChild(async () => {
   if (!(STAGE_SETS as readonly string[]).includes(stageSet)) throw new Error(`BENCH_GATEWAY_STAGES=${stageSet}: expected one of ${STAGE_SETS.join(', ')}`)
   // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
   // through the gateway's allow-lists as they do through the bare proxy.
-  const config = withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config))
+  const config = withBenchTier(withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)))
   // buildServer's Fastify options (plugins/server/server.ts), logger off as in the gateway child.
   const app = Fastify({
     logger: false,

@@ -8,7 +8,7 @@ import { outcomeObserver } from '../../plugins/gateway/index.js'
 import { buildServer } from '../../plugins/server/server.js'
 import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
-import { withoutAddressCap } from './bench-config.js'
+import { withBenchTier, withoutAddressCap } from './bench-config.js'
 import { runChild } from './child-runtime.js'
 import { billingCounts, openBenchServices } from './seed.js'
 import { ServedCounter } from './served.js'
@@ -18,7 +18,7 @@ await runChild(async () => {
   // The process environment wins, so a target can point one provider elsewhere.
   // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
   // through the gateway's allow-lists as they do through the bare proxy.
-  const config = withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config))
+  const config = withBenchTier(withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)))
   const bench = await openBenchServices(config, { storeWrites: process.env.BENCH_STORE_WRITES !== 'off' })
   const served = new ServedCounter()
   const app = await buildServer({ config, services: bench.services, logger: false, plugins: (defaults) => [...defaults, outcomeObserver(served.onFinish)] })

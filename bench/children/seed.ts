@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { GatewayConfig } from '../../plugins/config/types.js'
+import { BENCH_TIER } from './bench-config.js'
 import { openServices, type GatewayServices } from '../../plugins/gateway/index.js'
 import { parseMoney } from '../../plugins/pricing/money.js'
 import { dropSchema, randomSchemaName, TEST_SECRET } from '../../test/helpers/store.js'
@@ -87,7 +88,7 @@ export async function openBenchServices (config: GatewayConfig, { storeWrites = 
     }
   }
   try {
-    const account = await services.store.accounts.create({ name: 'bench', tier: 'enterprise' })
+    const account = await services.store.accounts.create({ name: 'bench', tier: BENCH_TIER })
     const imported = await services.store.keys.importLegacy(account.id, BENCH_KEY, { name: 'bench' })
     if (!imported.ok) throw new Error(`bench key: ${imported.error}`)
     await services.store.ledger.credit({ accountId: account.id, amount: SEED_BALANCE, kind: 'topup', postingId: 'bench-seed' })

@@ -34,6 +34,8 @@ export const WALLET_USAGE = [
   '    a top-up by default (unlocks models that require one); --grant gives credit that does not',
 ].join('\n')
 
+export const TIERS_USAGE = 'tiers list                                           rate-limit tiers, lowest rank first'
+
 export const REQUESTS_USAGE = [
   'requests list [--account ID] [--from ISO] [--to ISO] [--limit N] [--before CURSOR]   newest first',
 ].join('\n')
@@ -154,6 +156,13 @@ const ACCOUNT_ACTIONS: Record<string, Run> = {
   },
 }
 
+const TIER_ACTIONS: Record<string, Run> = {
+  list: async (args, io) => {
+    parse(args, {}, [])
+    return await runOperation(io, (ctx) => admin.listTiers(ctx))
+  }
+}
+
 const WALLET_ACTIONS: Record<string, Run> = {
   get: async (args, io) => {
     const [id = ''] = parse(args, {}, ['ACCOUNT']).positionals
@@ -253,6 +262,11 @@ export async function keysCommand (args: string[], io: CommandIo = processIo()):
 /** `model-gateway wallet <get|credit> …` */
 export async function walletCommand (args: string[], io: CommandIo = processIo()): Promise<number> {
   return await dispatch('wallet', WALLET_USAGE, WALLET_ACTIONS, args, io)
+}
+
+/** `model-gateway tiers list` */
+export async function tiersCommand (args: string[], io: CommandIo = processIo()): Promise<number> {
+  return await dispatch('tiers', TIERS_USAGE, TIER_ACTIONS, args, io)
 }
 
 /** `model-gateway requests list …` */

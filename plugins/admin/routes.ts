@@ -123,6 +123,7 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
   app.get<{ Params: IdParams }>('/keys/:id/reveal', async (req) => await admin.revealKey(ctx, req.params.id))
 
   app.get('/models', async () => admin.listModels(ctx))
+  app.get('/tiers', async () => admin.listTiers(ctx))
 
   app.post<{ Params: IdParams }>('/accounts/:id/credits', async (req) => await admin.creditAccount(ctx, req.params.id, req.body))
   app.get<{ Params: IdParams }>('/accounts/:id/wallet', async (req) => await admin.getWallet(ctx, req.params.id))

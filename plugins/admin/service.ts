@@ -264,6 +264,21 @@ export async function importLegacyKey (ctx: AdminContext, accountId: string, bod
 // ---- models ------------------------------------------------------------------------------
 
 /** The catalogue as configured, every status included. */
+export interface TierView {
+  name: string
+  rank: number
+  requests_per_minute: number
+  concurrent_streams: number
+}
+
+/** The rate-limit tiers of `limits.tiers`, lowest rank first (docs/limits.md). */
+export function listTiers (ctx: AdminContext): { data: TierView[] } {
+  const data = Object.entries(ctx.config.limits.tiers)
+    .map(([name, t]) => ({ name, rank: t.rank, requests_per_minute: t.requests_per_minute, concurrent_streams: t.concurrent_streams }))
+    .sort((a, b) => a.rank - b.rank || (a.name < b.name ? -1 : 1))
+  return { data }
+}
+
 export function listModels (ctx: AdminContext): Page<ModelView> {
   return { data: ctx.config.models.map(modelView), has_more: false, next_after: null }
 }

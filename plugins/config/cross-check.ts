@@ -184,9 +184,14 @@ function findCycles (models: ReadonlyArray<[ModelConfig, number]>): CrossProblem
 }
 
 function checkLimits (config: GatewayConfig): CrossProblem[] {
+  const out: CrossProblem[] = []
   const tier = config.limits?.default_tier
-  if (!isString(tier) || has(config.limits.tiers, tier)) return []
-  return [{ path: ['limits', 'default_tier'], message: `tier "${tier}" is not defined in limits.tiers` }]
+  if (isString(tier) && !has(config.limits.tiers, tier)) out.push({ path: ['limits', 'default_tier'], message: `tier "${tier}" is not defined in limits.tiers` })
+  const { stream_lease_ttl_ms: ttl, stream_lease_renew_ms: renew } = config.limits ?? {}
+  if (typeof ttl === 'number' && typeof renew === 'number' && renew >= ttl) {
+    out.push({ path: ['limits', 'stream_lease_renew_ms'], message: `must be below stream_lease_ttl_ms (${ttl}), or leases expire between renewals` })
+  }
+  return out
 }
 
 /**

@@ -198,6 +198,18 @@ export interface TierConfig {
 export interface LimitsConfig {
   default_tier: string
   tiers: Record<string, TierConfig>
+  /** Enforce requests per minute and concurrent streams (default true). */
+  enabled: boolean
+  /** Lifetime of a stream lease unless renewed (default 30 000). */
+  stream_lease_ttl_ms: number
+  /** Renewal period of live leases (default 10 000). */
+  stream_lease_renew_ms: number
+  /** Longest wait for Redis per check before the in-process limiter decides (default 250). */
+  redis_timeout_ms: number
+  /** Most keys and accounts the in-process limiter tracks (default 100 000). */
+  local_max_entries: number
+  /** A UTC day (YYYY-MM-DD) of platform-wide image pause; resumes at 00:00 UTC the next day. */
+  images_paused_on?: string
 }
 
 /** Envelope `type` (GenAI: `status`) of one catalogue entry, per envelope. */

@@ -59,10 +59,11 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const { store, clock } = services
   const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log })
   return [
-    limitsPlugin(config.server),
     requestPlugin(config),
     modelsPlugin(models),
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
+    // After auth (the key's policy), before anything reads the body or holds money.
+    limitsPlugin({ server: config.server, limits: config.limits, clock, redis: services.limitsRedis, log: parts.log }),
     jobsPlugin(jobs, { watch: config.jobs.watcher.enabled }),
     operationsPlugin(),
     // Before the wallet: a duplicate is refused before it holds anything.
@@ -89,6 +90,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
   const services = opts.services ?? await openServices({
     ...serviceEnvFromProcess(),
     defaultTier: config.limits.default_tier,
+    limitsRedisTimeoutMs: config.limits.redis_timeout_ms,
     ...(opts.env ?? {})
   })
   const models = opts.models ?? compileModels(config)

@@ -1,19 +1,134 @@
-import type { ServerConfig } from '../config/types.js'
+import type { FastifyBaseLogger } from 'fastify'
+import type { LimitsConfig, ServerConfig } from '../config/types.js'
+import { gatewayError } from '../errors/index.js'
+import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
+import type { Clock } from '../store/clock.js'
+import type { Redis } from 'ioredis'
 import { capConnectionsPerAddress } from './connection-cap.js'
+import { Limiter, type StreamLease } from './limiter.js'
+import { compilePolicies, type Policies, type Policy } from './policy.js'
 
 export { capConnectionsPerAddress, ConnectionCounts } from './connection-cap.js'
+export { compilePolicies, type Policies, type Policy } from './policy.js'
+export { Limiter, WINDOW_MS, STREAM_RETRY_AFTER_SECONDS, type StreamLease } from './limiter.js'
+export { LocalLimits } from './local.js'
+
+declare module '../pipeline/context.js' {
+  interface RequestState {
+    /** The concurrent-stream lease of a streaming request, released in finish. */
+    lease: StreamLease
+  }
+}
+
+export interface LimitsDeps {
+  server: ServerConfig
+  limits: LimitsConfig
+  clock: Clock
+  /** Shared limits across instances; absent: per instance. */
+  redis?: { client: Redis, prefix: string } | undefined
+  log?: FastifyBaseLogger
+  /** The limiter built for this gateway (tests read its state). */
+  onLimiter?: (limiter: Limiter) => void
+}
+
+/** How often a Redis failure is logged at most (the limits fall back meanwhile). */
+const WARN_EVERY_MS = 10_000
+
+const DAY_MS = 86_400_000
+
+/**
+ * The platform image pause (`limits.images_paused_on`, a UTC day): refuses image generations
+ * on that day with LIMIT_IMAGE_PLATFORM_PAUSED and Retry-After until 00:00 UTC; null when no
+ * pause is configured (then nothing runs per request).
+ */
+export function imagePause (pausedOn: string | undefined, clock: Clock): ((ctx: RequestContext) => void) | null {
+  if (pausedOn === undefined) return null
+  const start = Date.parse(`${pausedOn}T00:00:00.000Z`)
+  if (Number.isNaN(start)) throw new Error(`limits.images_paused_on "${pausedOn}" is not a day`)
+  const end = start + DAY_MS
+  return (ctx) => {
+    if (ctx.plan.op.meter.kind !== 'images') return
+    const now = clock.now().getTime()
+    if (now < start || now >= end) return
+    throw gatewayError('LIMIT_IMAGE_PLATFORM_PAUSED', { retryAfterSeconds: Math.max(1, Math.ceil((end - now) / 1000)) })
+  }
+}
+
+// Module-level async functions, not closures per request.
+async function admitShared (limiter: Limiter, ctx: RequestContext, keyId: string, account: string, policy: Policy, stream: boolean): Promise<void> {
+  const lease = await limiter.admit(keyId, account, ctx.requestId, policy, stream)
+  if (lease !== undefined) ctx.state.lease = lease
+}
+
+async function leaseFor (limiter: Limiter, ctx: RequestContext, account: string, policy: Policy): Promise<void> {
+  ctx.state.lease = await limiter.lease(account, ctx.requestId, policy)
+}
+
+function streamsByBody (ctx: RequestContext): boolean {
+  const body = ctx.body
+  return body !== undefined && body.kind === 'json' && body.json.stream === true
+}
 
 /**
  * setup: a cap on the connections one client address holds open at once
- * (`server.max_connections_per_address`); a request over it is refused before anything else
- * runs. Rate limits and stream leases (the limits issue) belong here too.
+ * (`server.max_connections_per_address`).
+ * admit (after auth, before the body): requests per minute of the key's resolved policy, and
+ * a stream lease when the route always streams, in one Redis round trip.
+ * charge: a stream lease for a request whose body asked to stream.
+ * finish: the lease is released (end, abort, error alike).
+ * The platform image pause (`limits.images_paused_on`) refuses image generations at admission.
+ * With `limits.enabled: false` and no pause only the connection cap is registered: no hook runs
+ * per request.
  */
-export function limitsPlugin (server: ServerConfig): GatewayPlugin {
+export function limitsPlugin (deps: LimitsDeps): GatewayPlugin {
+  const setup: GatewayPlugin['setup'] = (app) => { capConnectionsPerAddress(app, deps.server.max_connections_per_address) }
+  const paused = imagePause(deps.limits.images_paused_on, deps.clock)
+  if (!deps.limits.enabled) return paused === null ? { name: 'limits', setup } : { name: 'limits', setup, admit: paused }
+  const policies: Policies = compilePolicies(deps.limits)
+  let warnedAt = -Infinity
+  const limiter = new Limiter({
+    config: deps.limits,
+    clock: deps.clock,
+    ...(deps.redis ? { redis: deps.redis } : {}),
+    warn: (err) => {
+      const now = Date.now()
+      if (now - warnedAt < WARN_EVERY_MS) return
+      warnedAt = now
+      deps.log?.warn({ err: err instanceof Error ? err.message : String(err) }, 'limits: Redis failed; this instance enforces the limits alone meanwhile')
+    }
+  })
+  deps.onLimiter?.(limiter)
+  const shared = limiter.shared
   return {
     name: 'limits',
-    setup (app) {
-      capConnectionsPerAddress(app, server.max_connections_per_address)
-    }
+    setup,
+    admit (ctx) {
+      if (paused !== null) paused(ctx)
+      const auth = ctx.state.auth
+      if (auth === undefined) return
+      const policy = policies.resolve(auth.key.rateLimitPolicy, auth.account.tier)
+      const stream = ctx.plan.response === 'sse'
+      if (!shared) {
+        const lease = limiter.admitLocal(auth.key.id, auth.account.id, ctx.requestId, policy, stream)
+        if (lease !== undefined) ctx.state.lease = lease
+        return
+      }
+      return admitShared(limiter, ctx, auth.key.id, auth.account.id, policy, stream)
+    },
+    charge (ctx) {
+      if (ctx.state.lease !== undefined || !streamsByBody(ctx)) return
+      const auth = ctx.state.auth
+      if (auth === undefined) return
+      const policy = policies.resolve(auth.key.rateLimitPolicy, auth.account.tier)
+      return leaseFor(limiter, ctx, auth.account.id, policy)
+    },
+    finish (ctx) {
+      const lease = ctx.state.lease
+      if (lease === undefined) return
+      delete ctx.state.lease
+      limiter.release(lease)
+    },
+    close: async () => { limiter.close() }
   }
 }

@@ -28,6 +28,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
   const services = await openServices({
     ...serviceEnvFromProcess(),
     defaultTier: loaded.config.limits.default_tier,
+    limitsRedisTimeoutMs: loaded.config.limits.redis_timeout_ms,
     unknownKeyTtlMs: loaded.config.auth.unknown_key_ttl_ms,
     unknownKeyCacheMax: loaded.config.auth.unknown_key_cache_max
   })

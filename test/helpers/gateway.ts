@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { loadConfig } from '../../plugins/config/index.js'
-import type { GatewayConfig } from '../../plugins/config/types.js'
+import type { GatewayConfig, LimitsConfig } from '../../plugins/config/types.js'
 import { buildServer, type ServerOptions } from '../../plugins/server/server.js'
 import { openServices, type GatewayServices, type ServiceEnv } from '../../plugins/gateway/index.js'
 import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from './store.js'
@@ -66,6 +66,21 @@ export interface TestGatewayOptions {
    * (default true), so a test can steer the mock through the gateway. False: the config's lists as written.
    */
   mockControlHeaders?: boolean
+  /**
+   * The rate limits the gateway enforces. Default: the config's tiers, names and ranks, with
+   * requests per minute and streams so high no test reaches them (tests send far more than the
+   * default tier allows); 'config': as the config file says; an object: merged over the config's.
+   */
+  limits?: 'config' | Partial<LimitsConfig>
+}
+
+/** Far above what any test sends: the tiers keep their names and ranks and never refuse. */
+export const UNREACHED_LIMIT = 10_000_000
+
+/** The config's limits with every tier's rate and streams out of reach (see TestGatewayOptions.limits). */
+export function withUnreachedLimits (limits: LimitsConfig): LimitsConfig {
+  const tiers = Object.fromEntries(Object.entries(limits.tiers).map(([name, t]) => [name, { ...t, requests_per_minute: UNREACHED_LIMIT, concurrent_streams: UNREACHED_LIMIT }]))
+  return { ...limits, tiers }
 }
 
 /** The request headers the mock upstream reads its behaviour from (fixtures/mock-upstream/behaviour.ts). */
@@ -112,17 +127,21 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
   const watched: GatewayConfig = opts.jobWatcher === true
     ? loaded
     : { ...loaded, jobs: { ...loaded.jobs, watcher: { ...loaded.jobs.watcher, enabled: false } } }
-  const config = opts.mockControlHeaders === false ? watched : withMockControlHeaders(watched)
+  const limited: GatewayConfig = opts.limits === 'config'
+    ? watched
+    : { ...watched, limits: opts.limits === undefined ? withUnreachedLimits(watched.limits) : { ...watched.limits, ...opts.limits } }
+  const config = opts.mockControlHeaders === false ? limited : withMockControlHeaders(limited)
   const backend = opts.backend ?? 'sqlite'
   const ownLocation = opts.location === undefined
   const location = opts.location ?? (backend === 'pg' ? randomSchemaName() : mkdtempSync(join(tmpdir(), 'gw-test-')))
   const services = await openServices({
     secret: TEST_SECRET,
     defaultTier: config.limits.default_tier,
+    limitsRedisTimeoutMs: config.limits.redis_timeout_ms,
     unknownKeyTtlMs: config.auth.unknown_key_ttl_ms,
     unknownKeyCacheMax: config.auth.unknown_key_cache_max,
     ...(backend === 'pg' ? { databaseUrl: TEST_DATABASE_URL, schema: location } : { dataDir: location }),
-    ...(opts.redisChannel ? { redisUrl: TEST_REDIS_URL, channel: opts.redisChannel } : {}),
+    ...(opts.redisChannel ? { redisUrl: TEST_REDIS_URL, channel: opts.redisChannel, redisPrefix: `${opts.redisChannel}:` } : {}),
     ...(opts.services ?? {})
   })
   const app = await buildServer({ logger: false, ...(opts.server ?? {}), config, services })

@@ -1,0 +1,91 @@
+import { LRUCache } from 'lru-cache'
+
+/**
+ * Sliding-window log of one key's admitted requests: the times of the last admissions, at
+ * most `limit` of them, oldest first, in a ring that grows on demand (a generous limit costs
+ * memory only for the requests actually made in the window).
+ */
+class Ring {
+  times: number[] = new Array<number>(8)
+  head = 0
+  count = 0
+
+  /** Forgets the admissions that left the window. */
+  prune (since: number): void {
+    const cap = this.times.length
+    while (this.count > 0 && (this.times[this.head] as number) <= since) {
+      this.head = (this.head + 1) % cap
+      this.count--
+    }
+  }
+
+  /** The admission `back` places before the newest (0: the newest). */
+  at (back: number): number {
+    return this.times[(this.head + this.count - 1 - back) % this.times.length] as number
+  }
+
+  push (t: number): void {
+    let cap = this.times.length
+    if (this.count === cap) {
+      const next = new Array<number>(cap * 2)
+      for (let i = 0; i < this.count; i++) next[i] = this.times[(this.head + i) % cap] as number
+      this.times = next
+      this.head = 0
+      cap = next.length
+    }
+    this.times[(this.head + this.count) % cap] = t
+    this.count++
+  }
+}
+
+/**
+ * The limits of one instance, when there is no Redis or Redis did not answer: the same
+ * sliding window and the same stream counts, kept in memory.
+ */
+export class LocalLimits {
+  private readonly windows: LRUCache<string, Ring>
+  private readonly streams = new Map<string, Set<string>>()
+
+  constructor (private readonly windowMs: number, max: number) {
+    this.windows = new LRUCache<string, Ring>({ max, ttl: windowMs, updateAgeOnGet: true })
+  }
+
+  /** Admits one request of `key` at `now` (ms) under `limit` per window: 0, or the ms to wait. */
+  take (key: string, limit: number, now: number): number {
+    let ring = this.windows.get(key)
+    if (ring === undefined) {
+      ring = new Ring()
+      this.windows.set(key, ring)
+    }
+    ring.prune(now - this.windowMs)
+    if (ring.count >= limit) {
+      // The admission that must leave the window before one more fits (limit lowered: an older one).
+      return Math.max(1, ring.at(limit - 1) + this.windowMs - now)
+    }
+    ring.push(now)
+    return 0
+  }
+
+  /** Takes a stream lease of `account` for `id` unless `limit` are held; true when taken. */
+  acquire (account: string, id: string, limit: number): boolean {
+    let held = this.streams.get(account)
+    if (held === undefined) {
+      held = new Set()
+      this.streams.set(account, held)
+    }
+    if (held.size >= limit) return false
+    held.add(id)
+    return true
+  }
+
+  release (account: string, id: string): void {
+    const held = this.streams.get(account)
+    if (held === undefined) return
+    held.delete(id)
+    if (held.size === 0) this.streams.delete(account)
+  }
+
+  streamsOf (account: string): number {
+    return this.streams.get(account)?.size ?? 0
+  }
+}

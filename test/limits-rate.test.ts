@@ -1,0 +1,219 @@
+// Requests per minute and the policy they follow: resolution (key → account tier → default,
+// clamped), the sliding window in process and in Redis across two instances on one PostgreSQL
+// schema, Retry-After, key TTLs, the refusal in every envelope, and what happens with Redis away.
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
+import { compilePolicies, LocalLimits } from '../plugins/limits/index.js'
+import type { LimitsConfig } from '../plugins/config/types.js'
+import { startTestGateway, TEST_REDIS_URL, type TestGateway } from './helpers/gateway.js'
+import { closedPort } from './helpers/wire.js'
+
+// Child processes, two instances and paced loops: slow on a loaded machine.
+t.setTimeout(300_000)
+
+const TIERS: LimitsConfig['tiers'] = {
+  free: { rank: 0, requests_per_minute: 60, concurrent_streams: 4 },
+  standard: { rank: 1, requests_per_minute: 600, concurrent_streams: 32 },
+  enterprise: { rank: 2, requests_per_minute: 6000, concurrent_streams: 256 }
+}
+const BASE: LimitsConfig = { default_tier: 'free', tiers: TIERS, enabled: true, stream_lease_ttl_ms: 30000, stream_lease_renew_ms: 10000, redis_timeout_ms: 250, local_max_entries: 1000 }
+
+const CHAT = JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+const MESSAGES = JSON.stringify({ model: 'anthropic/claude-haiku-3.5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+const GENAI = JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] })
+
+async function chat (gw: TestGateway, key = gw.key): Promise<Response> {
+  return await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: CHAT })
+}
+
+t.test('policy resolution: key policy, else account tier, else the default; a key above its tier is clamped', async (t) => {
+  const p = compilePolicies(BASE)
+  t.equal(p.resolve(null, 'standard').name, 'standard', 'no key policy: the account tier')
+  t.equal(p.resolve('free', 'enterprise').name, 'free', 'a key policy below the tier applies')
+  t.equal(p.resolve('standard', 'standard').name, 'standard', 'a key policy equal to the tier applies')
+  t.equal(p.resolve('enterprise', 'standard').name, 'standard', 'a key policy above the tier (tier lowered later) is clamped to the tier')
+  t.equal(p.resolve('enterprise', 'free').requestsPerMinute, 60, 'clamped to the free tier: 60 rpm')
+  t.equal(p.resolve(null, 'gone').name, 'free', 'an account tier no longer defined: the platform default')
+  t.equal(p.resolve('gone', 'standard').name, 'standard', 'a key policy no longer defined: the account tier')
+  t.same(p.ranked.map((x) => x.name), ['free', 'standard', 'enterprise'], 'tiers ranked lowest first')
+  t.throws(() => compilePolicies({ ...BASE, default_tier: 'nope' }), /default_tier/)
+})
+
+t.test('in-process sliding window: exact per 60 s, the wait is to the oldest admission leaving', async (t) => {
+  const l = new LocalLimits(60_000, 100)
+  const t0 = 1_000_000
+  for (let i = 0; i < 3; i++) t.equal(l.take('k', 3, t0 + i * 1000), 0, `admission ${i + 1} of 3`)
+  t.equal(l.take('k', 3, t0 + 10_000), 50_000, 'the 4th waits until the first leaves the window (50 s)')
+  t.equal(l.take('other', 3, t0 + 10_000), 0, 'another key has its own window')
+  t.equal(l.take('k', 3, t0 + 59_999), 1, '1 ms before the first leaves: still refused')
+  t.equal(l.take('k', 3, t0 + 60_000), 0, 'once the first left: admitted')
+  t.equal(l.take('k', 3, t0 + 60_500), 500, 'full again: wait for the second (t0+1 s) to leave')
+  t.equal(l.take('k', 1, t0 + 60_500), 59_500, 'limit lowered to 1: wait for the newest admission to leave')
+  // Many admissions grow the ring and still count exactly.
+  const m = new LocalLimits(60_000, 100)
+  let admitted = 0
+  for (let i = 0; i < 1000; i++) if (m.take('k', 700, t0 + i) === 0) admitted++
+  t.equal(admitted, 700, '1000 requests within a second at 700 rpm: exactly 700 admitted')
+  t.equal(m.take('k', 700, t0 + 60_000), 0, 'a minute after the first: one more fits')
+})
+
+t.test('60 rpm over two instances on one PostgreSQL schema and one Redis prefix: 600 requests in 10 s, exactly 60 admitted', async (t) => {
+  const channel = `test-limits-${randomUUID()}`
+  const a = await startTestGateway({ backend: 'pg', redisChannel: channel, limits: 'config' })
+  t.teardown(() => a.close())
+  const b = await startTestGateway({ shareStoreWith: a, redisChannel: channel, limits: 'config', mock: a.mock })
+  t.teardown(() => b.close())
+  t.equal(a.account.tier, 'free', 'the seeded account is on the default tier, 60 rpm')
+
+  const answers: Array<{ status: number, retryAfter: string | null, code: string | null, at: number }> = []
+  const started = Date.now()
+  const sends: Array<Promise<void>> = []
+  // 60 requests every second for 10 s, alternating instances.
+  for (let second = 0; second < 10; second++) {
+    const due = started + second * 1000
+    const wait = due - Date.now()
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+    for (let i = 0; i < 60; i++) {
+      const gw = i % 2 === 0 ? a : b
+      sends.push(chat(gw).then(async (res) => {
+        await res.arrayBuffer()
+        answers.push({ status: res.status, retryAfter: res.headers.get('retry-after'), code: res.headers.get('x-gateway-error-code'), at: Date.now() - started })
+      }))
+    }
+  }
+  await Promise.all(sends)
+  const elapsed = Date.now() - started
+  // Paced at 60 a second for 10 s; on a loaded machine the answers may trail, but every request
+  // must land within one 60 s window, or a second window's admissions would be allowed.
+  t.ok(elapsed < 55_000, `all 600 answered within one window (${elapsed} ms)`)
+  t.equal(answers.length, 600, '600 answers')
+  const ok = answers.filter((x) => x.status === 200)
+  const refused = answers.filter((x) => x.status === 429)
+  t.equal(ok.length, 60, 'exactly 60 admitted')
+  t.equal(refused.length, 540, 'the other 540 refused with 429')
+  t.ok(refused.every((x) => x.code === 'LIMIT_RATE_EXCEEDED'), 'every refusal is LIMIT_RATE_EXCEEDED')
+  t.ok(refused.every((x) => x.retryAfter !== null && /^\d+$/.test(x.retryAfter)), 'every 429 has Retry-After in seconds')
+  // The real wait: the first admissions leave the window 60 s after they were made.
+  const bad = refused.filter((x) => {
+    const s = Number(x.retryAfter)
+    return s < 1 || s > 60 || s < 60 - Math.ceil(x.at / 1000) - 2
+  })
+  t.same(bad, [], 'Retry-After is the time left until the oldest admission leaves the window')
+  t.equal(a.mock.calls.length, 60, 'only the admitted requests reached the upstream')
+
+  // Every key written under the prefix has a TTL.
+  const redis = new Redis(TEST_REDIS_URL)
+  t.teardown(() => redis.disconnect())
+  const keys: string[] = []
+  let cursor = '0'
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', `${channel}:*`, 'COUNT', 1000)
+    cursor = next
+    keys.push(...found)
+  } while (cursor !== '0')
+  t.ok(keys.length >= 1, `the limits wrote under the prefix (${keys.join(', ')})`)
+  for (const k of keys) {
+    const ttl = await redis.pttl(k)
+    t.ok(ttl > 0 && ttl <= 60_000, `${k} has a TTL (${ttl} ms)`)
+  }
+})
+
+t.test('a key policy and an account tier change the limit at request time; a policy above the tier is clamped', async (t) => {
+  const tiers = { tiny: { rank: 0, requests_per_minute: 2, concurrent_streams: 1 }, small: { rank: 1, requests_per_minute: 4, concurrent_streams: 1 } }
+  const gw = await startTestGateway({ limits: { default_tier: 'tiny', tiers } })
+  t.teardown(() => gw.close())
+  const statuses = async (n: number, key: string): Promise<number[]> => {
+    const out: number[] = []
+    for (let i = 0; i < n; i++) out.push((await chat(gw, key)).status)
+    return out
+  }
+  t.same(await statuses(3, gw.key), [200, 200, 429], 'the account tier tiny: 2 rpm')
+
+  // A second key on an account of tier small, bound to tiny: the key policy wins.
+  const { store } = gw.services
+  const acct = await store.accounts.create({ name: 'small', tier: 'small' })
+  await store.ledger.credit({ accountId: acct.id, amount: 10_000_000_000n, kind: 'topup', postingId: `seed:${acct.id}` })
+  await store.accounts.markToppedUp(acct.id)
+  const k1 = await store.keys.create({ accountId: acct.id, name: 'bound to tiny', rateLimitPolicy: 'tiny' })
+  const k2 = await store.keys.create({ accountId: acct.id, name: 'bound to small', rateLimitPolicy: 'small' })
+  if (!k1.ok || !k2.ok) throw new Error('key')
+  t.same(await statuses(3, k1.value.plaintext), [200, 200, 429], 'key policy tiny under an account of small: 2 rpm')
+  t.same(await statuses(5, k2.value.plaintext), [200, 200, 200, 200, 429], 'key policy small equal to its tier: 4 rpm')
+
+  // The account is lowered to tiny: the key's policy small now ranks above it and is clamped.
+  const k3 = await store.keys.create({ accountId: acct.id, name: 'clamped', rateLimitPolicy: 'small' })
+  if (!k3.ok) throw new Error('key')
+  await store.accounts.update(acct.id, { tier: 'tiny' })
+  t.same(await statuses(3, k3.value.plaintext), [200, 200, 429], 'policy small above the lowered tier tiny: clamped to 2 rpm')
+})
+
+t.test('LIMIT_RATE_EXCEEDED in every envelope, with its status and headers, before the body and not forwarded', async (t) => {
+  const gw = await startTestGateway({ limits: { default_tier: 'one', tiers: { one: { rank: 0, requests_per_minute: 1, concurrent_streams: 1 } } } })
+  t.teardown(() => gw.close())
+  const cases: Array<{ family: string, path: string, body: string, headers: Record<string, string> }> = [
+    { family: 'chat', path: '/v1/chat/completions', body: CHAT, headers: { authorization: `Bearer ${gw.key}` } },
+    { family: 'messages', path: '/v1/messages', body: MESSAGES, headers: { 'x-api-key': gw.key } },
+    { family: 'genai', path: '/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent', body: GENAI, headers: { 'x-goog-api-key': gw.key } }
+  ]
+  const first = await fetch(`${gw.url}${cases[0]?.path ?? ''}`, { method: 'POST', headers: { ...cases[0]?.headers, 'content-type': 'application/json' }, body: CHAT })
+  t.equal(first.status, 200, 'the first request of the minute is served')
+  await first.arrayBuffer()
+  const calls = gw.mock.calls.length
+  for (const c of cases) {
+    const res = await fetch(`${gw.url}${c.path}`, { method: 'POST', headers: { ...c.headers, 'content-type': 'application/json' }, body: c.body })
+    const body = await res.json() as Record<string, any>
+    t.equal(res.status, 429, `${c.family}: HTTP 429`)
+    t.equal(res.headers.get('x-gateway-error-code'), 'LIMIT_RATE_EXCEEDED', `${c.family}: X-Gateway-Error-Code`)
+    t.equal(res.headers.get('x-gateway-error-reference'), 'GW-LIMIT-4001', `${c.family}: reference`)
+    t.equal(res.headers.get('x-gateway-billed'), 'false', `${c.family}: not billed`)
+    const retryAfter = Number(res.headers.get('retry-after'))
+    t.ok(retryAfter >= 55 && retryAfter <= 60, `${c.family}: Retry-After is the real wait, about a minute (${retryAfter})`)
+    if (c.family === 'chat') {
+      t.match(body, { error: { code: 'LIMIT_RATE_EXCEEDED', reference: 'GW-LIMIT-4001', retry: { retryable: true, strategy: 'BACKOFF', retry_after_seconds: retryAfter }, billing: { status: 'NOT_BILLED' } } }, 'chat envelope')
+    } else if (c.family === 'messages') {
+      t.match(body, { type: 'error', error: { type: 'rate_limit_error', code: 'LIMIT_RATE_EXCEEDED', reference: 'GW-LIMIT-4001', billing: { status: 'NOT_BILLED' } } }, 'messages envelope')
+    } else {
+      t.match(body, { error: { code: 429, status: 'LIMIT_RATE_EXCEEDED', details: [{ reason: 'LIMIT_RATE_EXCEEDED', metadata: { reference: 'GW-LIMIT-4001', billing_status: 'NOT_BILLED' } }] } }, 'genai envelope')
+    }
+  }
+  t.equal(gw.mock.calls.length, calls, 'no refused request reached the upstream')
+  const wallet = await gw.services.store.ledger.wallet(gw.account.id)
+  t.equal(wallet.held, 0n, 'nothing held for the refused requests')
+})
+
+t.test('Redis unreachable: each instance enforces the limits alone (fail-open to per-instance limits); money unaffected', async (t) => {
+  const port = await closedPort()
+  const gw = await startTestGateway({
+    limits: { default_tier: 'three', tiers: { three: { rank: 0, requests_per_minute: 3, concurrent_streams: 2 } }, redis_timeout_ms: 100 },
+    services: { limitsRedisUrl: `redis://127.0.0.1:${port}`, redisPrefix: `test-closed-${randomUUID()}:` }
+  })
+  t.teardown(() => gw.close())
+  t.ok(gw.services.limitsRedis !== undefined, 'the gateway was given a Redis for its limits')
+  const before = await gw.services.store.ledger.wallet(gw.account.id)
+  const statuses: number[] = []
+  for (let i = 0; i < 4; i++) {
+    const res = await chat(gw)
+    await res.arrayBuffer()
+    statuses.push(res.status)
+  }
+  t.same(statuses, [200, 200, 200, 429], 'served while Redis is away; the 4th refused by the in-process window')
+  t.equal(gw.mock.calls.length, 3, 'three forwarded')
+  const after = await gw.services.store.ledger.wallet(gw.account.id)
+  t.ok(after.balance < before.balance, 'the served requests were billed')
+  t.equal(after.held, 0n, 'no hold left open')
+  const entries = await gw.services.store.ledger.entries(gw.account.id, { limit: 10 })
+  t.equal(entries.filter((e) => e.kind === 'charge').length, 3, 'three charges: one per served request, none for the refusal')
+})
+
+t.test('limits.enabled false: nothing is counted', async (t) => {
+  const gw = await startTestGateway({ limits: { default_tier: 'one', tiers: { one: { rank: 0, requests_per_minute: 1, concurrent_streams: 1 } }, enabled: false } })
+  t.teardown(() => gw.close())
+  const statuses: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const res = await chat(gw)
+    await res.arrayBuffer()
+    statuses.push(res.status)
+  }
+  t.same(statuses, [200, 200, 200], 'a 1 rpm tier does not refuse when limits are off')
+})
