@@ -4,7 +4,9 @@
 // GenAI calls, upstream 500s and 429s, clients that abort mid-stream, and a Redis restart in the
 // middle. Afterwards: no hold left open, the ledger balanced (the wallet is the sum of its
 // entries; every charge has its request log row), one request log row per request the gateway
-// received, and the gateway's heap flat (the slope of heap-after-GC over the last two thirds).
+// received, and the gateway's heap flat: the slope of heap-after-GC over the second half of the
+// run under 3 MiB/min on a run shorter than 5 minutes (its first minute still fills bounded
+// caches and V8's code), under 1 MiB/min on a longer one.
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
@@ -190,10 +192,11 @@ t.test(`soak: ${SOAK_MS / 1000} s of mixed traffic with faults over two instance
   const billedRows = rows.filter((r) => r.cost !== null && r.billingStatus !== 'NOT_BILLED')
   t.equal(ledger.charges.length, billedRows.length, 'one charge per billed request log row')
 
-  // Memory: heap after a full GC, slope over the last two thirds (the first third warms up).
-  const tail = heap.slice(Math.floor(heap.length / 3))
+  // Memory: heap after a full GC, slope over the second half (the first half warms up).
+  const tail = heap.slice(Math.floor(heap.length / 2))
   const mibPerMinute = slope(tail)
+  const bound = SOAK_MS < 300_000 ? 3 : 1
   t.comment(`heap after GC: ${heap[0]?.[1].toFixed(1)} MiB at start, ${heap[heap.length - 1]?.[1].toFixed(1)} MiB at end; slope ${mibPerMinute.toFixed(2)} MiB/min over ${tail.length} samples`)
-  t.ok(tail.length >= 5, 'enough heap samples')
-  t.ok(mibPerMinute < 2, `heap flat: ${mibPerMinute.toFixed(2)} MiB/min < 2 MiB/min`)
+  t.ok(tail.length >= 10, 'enough heap samples')
+  t.ok(mibPerMinute < bound, `heap flat: ${mibPerMinute.toFixed(2)} MiB/min < ${bound} MiB/min`)
 })
