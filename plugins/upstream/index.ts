@@ -31,6 +31,7 @@ export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
     drainTimeoutMs: config.server.drain_timeout_ms,
     writeStallMs: config.server.client_write_stall_ms,
     random: opts.random ?? Math.random,
+    retry: { maxTries: config.upstream.max_tries, retryStatuses: new Set(config.upstream.retry_statuses) },
     ...(opts.jobs ? { jobs: opts.jobs } : {})
   }
   return {
