@@ -84,7 +84,10 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   BILLING_INSUFFICIENT_CREDITS: { reference: 'GW-BILLING-5001', status: 402, retryable: false, strategy: 'TOP_UP' },
   PROVIDER_TIMEOUT: { reference: 'GW-PROVIDER-6001', status: 504, retryable: true, strategy: 'BACKOFF' },
   UPSTREAM_ERROR: { reference: 'GW-PROVIDER-6002', status: 502, retryable: true, strategy: 'BACKOFF' },
-  UPSTREAM_POOL_UNAVAILABLE: { reference: 'GW-PROVIDER-6003', status: 503, retryable: true, strategy: 'BACKOFF' },
+  // No member of the model's pool can be reached (legacy UPSTREAM_POOL_UNAVAILABLE); Retry-After only when circuits are open.
+  MODEL_UNAVAILABLE: { reference: 'GW-MODEL-3004', status: 503, retryable: true, strategy: 'BACKOFF' },
+  // The upstream is overloaded (503/529): at least 5 s, or the upstream's own Retry-After when longer.
+  MODEL_BUSY: { reference: 'GW-MODEL-3006', status: 503, retryable: true, strategy: 'BACKOFF', retryAfter: 5 },
   PROVIDER_STREAM_INTERRUPTED: { reference: 'GW-PROVIDER-6007', status: 502, retryable: true, strategy: 'BACKOFF' },
   GATEWAY_INTERNAL_ERROR: { reference: 'GW-GATEWAY-9001', status: 500, retryable: true, strategy: 'BACKOFF' }
 }
@@ -608,18 +611,19 @@ t.test('UPSTREAM_ERROR: the provider answered 5xx', async (t) => {
   const body = await expectError(t, res500, 'chat', 'UPSTREAM_ERROR')
   t.notMatch(JSON.stringify(body), /Mock upstream error/, 'the provider body is not relayed')
   const res503 = await post(`${gw.url}/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent`, genaiBody(), 'application/json', { 'x-mock-status': '503', 'x-mock-retry-after': '7' })
-  await expectError(t, res503, 'genai', 'UPSTREAM_ERROR')
+  // An overloaded upstream (503) is MODEL_BUSY, with the upstream's Retry-After as it is above 5 s.
+  await expectError(t, res503, 'genai', 'MODEL_BUSY', null, 7)
   const res502 = await post(`${gw.url}/v1/messages`, messagesBody('anthropic/claude-haiku-3.5'), 'application/json', { 'x-mock-status': '502' })
   await expectError(t, res502, 'messages', 'UPSTREAM_ERROR')
   t.equal(gw.mock.calls.length, 3)
 })
 
-t.test('UPSTREAM_POOL_UNAVAILABLE: the provider cannot be reached', async (t) => {
+t.test('MODEL_UNAVAILABLE (legacy UPSTREAM_POOL_UNAVAILABLE): the provider cannot be reached', async (t) => {
   const port = await closedPort()
   const dead = await startTestGateway({ mock: gw.mock, shareStoreWith: gw, env: { OPENAI_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` } })
   t.teardown(() => dead.close())
-  await expectError(t, await post(`${dead.url}/v1/chat/completions`, chatBody('openai/gpt-4o')), 'chat', 'UPSTREAM_POOL_UNAVAILABLE')
-  await expectError(t, await post(`${dead.url}/v1/messages`, messagesBody('anthropic/claude-sonnet-4')), 'messages', 'UPSTREAM_POOL_UNAVAILABLE')
+  await expectError(t, await post(`${dead.url}/v1/chat/completions`, chatBody('openai/gpt-4o')), 'chat', 'MODEL_UNAVAILABLE')
+  await expectError(t, await post(`${dead.url}/v1/messages`, messagesBody('anthropic/claude-sonnet-4')), 'messages', 'MODEL_UNAVAILABLE')
   nothingForwarded(t)
 })
 

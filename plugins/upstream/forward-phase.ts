@@ -184,7 +184,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       const status = upstream.statusCode
       const statusError = status >= 400 ? upstreamStatusError(status, upstream.headers['retry-after']) : null
       if (statusError !== null) {
-        upstream.body.destroy()
+        // Read (and drop) a small error body so the connection is reused; a large one closes it.
+        upstream.body.dump({ limit: 65_536 }).catch(() => {})
         if (unhealthyStatus(status)) provider.health.failed(Date.now(), `status ${status}`)
         else provider.health.released()
         req.log.warn({ provider: provider.name, status }, 'upstream answered with an error')
