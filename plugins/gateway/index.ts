@@ -21,7 +21,7 @@ import { openServices, serviceEnvFromProcess, type GatewayServices, type Service
 
 export type { Outcome, RequestContext, RequestState } from '../pipeline/context.js'
 export type { GatewayPlugin, ForwardControl, PhaseName } from '../pipeline/plugin.js'
-export { gatewayFrameworkErrors, type PipelineStats } from '../pipeline/host.js'
+export { gatewayClientErrors, gatewayFrameworkErrors, type PipelineStats } from '../pipeline/host.js'
 export { newRequestId } from '../pipeline/request-id.js'
 export { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
