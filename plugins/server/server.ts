@@ -3,6 +3,7 @@ import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
 import { serverBounds } from '../request/server-bounds.js'
+import { createUpstreamView, upstreamAdminRoutes } from '../upstream/index.js'
 import { gatewayClientErrors, gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
@@ -58,9 +59,17 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     while (stats.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
     app.server.closeAllConnections()
   })
-  await app.register(modelGateway, { ...gatewayOptions, services, stats })
+  const upstreamView = gatewayOptions.upstreamView ?? createUpstreamView()
+  await app.register(modelGateway, { ...gatewayOptions, services, stats, upstreamView })
   if (adminToken) {
-    await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock })
+    await app.register(adminRoutes, {
+      prefix: ADMIN_PREFIX,
+      store: services.store,
+      config: opts.config,
+      token: adminToken,
+      clock: services.clock,
+      extraRoutes: upstreamAdminRoutes(upstreamView)
+    })
   }
   return app
 }
