@@ -194,7 +194,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
         break
       }
       provider.health.succeeded()
-      await relayAnswer(deps, ctx, reply, control, { upstream, provider, primary, filter, dispatchedAt })
+      await relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt)
       return
     }
     if (modelError === null && pool) {
@@ -219,17 +219,14 @@ function addErrorHeaders (own: Record<string, string>, catalogue: Catalogue, cod
   own['cache-control'] = 'no-store'
 }
 
-interface Answer {
-  upstream: Dispatcher.ResponseData
-  provider: CompiledProvider
-  primary: CompiledModel | null
-  filter: boolean
-  dispatchedAt: bigint
-}
-
-/** Relays the upstream's answer (a success or a 4xx the client caused) and ends the request when it ends. */
-async function relayAnswer (deps: ForwardDeps, ctx: RequestContext, reply: FastifyReply, control: ForwardControl, a: Answer): Promise<void> {
-  const { upstream, provider, primary, filter, dispatchedAt } = a
+/**
+ * Relays the upstream's answer (a success or a 4xx the client caused) and ends the request when
+ * it ends. Positional arguments: no object per request on the way.
+ */
+async function relayAnswer (
+  deps: ForwardDeps, ctx: RequestContext, reply: FastifyReply, control: ForwardControl,
+  upstream: Dispatcher.ResponseData, provider: CompiledProvider, primary: CompiledModel | null, filter: boolean, dispatchedAt: bigint
+): Promise<void> {
   const res = reply.raw
   const headersAt = process.hrtime.bigint()
   const answered = ctx.model
