@@ -272,3 +272,69 @@ t.test('a stream cut after k chunks: the official SDK gets an error, the bill co
   t.ok(produced < 40, `the provider produced ${produced} of 40 chunks`)
   t.ok((row.usage?.outputTokens ?? 1000) <= produced + 2, `billed ${row.usage?.outputTokens ?? '?'} output tokens for ${produced} produced (text relayed: ${text.length} chars)`)
 })
+
+t.test('bursts on one member: 500 and 429 are retried but do not open its circuit; a 503 burst opens it after breaker_failures', async (t) => {
+  const mockB = await startMockUpstream()
+  t.teardown(() => mockB.close())
+  const cfg = writeTestConfig((c) => { twoMembers(c, { max_tries: 2, breaker_failures: 2, breaker_cooldown_ms: 60_000 }) })
+  t.teardown(() => { cfg.remove() })
+  const gw = await startTestGateway({ configFile: cfg.file, env: { OPENAI_B_BASE_URL: mockB.url }, server: { random: () => 0, adminToken: ADMIN_TOKEN } })
+  t.teardown(() => gw.close())
+  const BURST = 5
+  for (const status of [500, 429, 503]) {
+    gw.mock.reset()
+    mockB.reset()
+    for (let i = 0; i < BURST; i++) gw.mock.once({ status })
+    const answered: number[] = []
+    for (let i = 0; i < BURST; i++) {
+      const res = await chat(gw)
+      answered.push(res.status)
+      await res.arrayBuffer()
+    }
+    t.same(answered, Array(BURST).fill(200), `a burst of ${BURST} × ${status} on member a: every request answered`)
+    t.equal(mockB.calls.length, BURST, `${status}: member b answered all ${BURST}`)
+    if (status === 503) {
+      t.equal(gw.mock.calls.length, 2, '503 burst: member a was tried breaker_failures (2) times, then skipped')
+      t.equal(member(await upstreamsOf(gw), 'openai').state, 'open', 'its circuit is open')
+    } else {
+      t.equal(gw.mock.calls.length, BURST, `${status} burst: member a was tried every time (one request can provoke a ${status})`)
+      t.equal(member(await upstreamsOf(gw), 'openai').state, 'closed', 'its circuit stays closed')
+    }
+  }
+})
+
+t.test('slow drip under the idle bound completes; a stall after the stream began (chunk gap past body_timeout_ms) ends in an error frame', async (t) => {
+  const cfg = writeTestConfig((c) => {
+    const a = c.providers.openai
+    if (a) a.body_timeout_ms = 400
+  })
+  t.teardown(() => { cfg.remove() })
+  const gw = await startTestGateway({ configFile: cfg.file })
+  t.teardown(() => gw.close())
+  const stream = async (delayMs: number): Promise<{ text: string, requestId: string }> => {
+    const res = await fetch(gw.url + CHAT, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...gw.auth, 'x-mock-chunks': '6', 'x-mock-chunk-delay-ms': String(delayMs) },
+      body: chatBody('openai/gpt-4o-mini', { stream: true })
+    })
+    t.equal(res.status, 200)
+    return { text: await res.text(), requestId: res.headers.get('x-request-id') ?? '' }
+  }
+  const drip = await stream(150)
+  t.match(drip.text, /data: \[DONE\]/, 'a drip of 150 ms per chunk (bound 400 ms) is relayed to its end')
+  const dripRow = await settledRow(gw, drip.requestId)
+  t.equal(dripRow.outcome, 'completed')
+  t.equal(dripRow.usageReported, true)
+
+  gw.mock.reset()
+  const stalled = await stream(1500)
+  t.match(stalled.text, /event: error/, 'a chunk gap of 1.5 s (bound 400 ms) ends the stream with an error frame')
+  t.match(stalled.text, /PROVIDER_STREAM_INTERRUPTED/)
+  const row = await settledRow(gw, stalled.requestId)
+  t.equal(row.outcome, 'stream_interrupted')
+  t.equal(row.errorCode, 'PROVIDER_STREAM_INTERRUPTED')
+  t.equal(gw.mock.calls[0]?.completed, false, 'the provider did not finish')
+  t.equal(row.usageReported, false, 'no usage arrived: estimated')
+  t.equal(row.usage?.outputTokens ?? 0, 0, 'no content chunk came before the stall: no output billed')
+  t.comment(`stalled stream: billing ${row.billingStatus}, cost ${String(row.cost)}`)
+})
