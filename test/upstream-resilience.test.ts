@@ -338,3 +338,39 @@ t.test('slow drip under the idle bound completes; a stall after the stream began
   t.equal(row.usage?.outputTokens ?? 0, 0, 'no content chunk came before the stall: no output billed')
   t.comment(`stalled stream: billing ${row.billingStatus}, cost ${String(row.cost)}`)
 })
+
+t.test('active health checks open a dead member\'s circuit before any request, and close it when the member answers again', async (t) => {
+  const port = await closedPort()
+  const cfg = writeTestConfig((c) => {
+    twoMembers(c, { breaker_failures: 2, breaker_cooldown_ms: 60_000, health_check_interval_ms: 100 })
+    const b = c.providers.openai_b
+    if (b) b.health_check_path = '/health'
+  })
+  t.teardown(() => { cfg.remove() })
+  const gw = await startTestGateway({ configFile: cfg.file, env: { OPENAI_B_BASE_URL: `http://127.0.0.1:${port}` }, server: { adminToken: ADMIN_TOKEN, random: () => 0.99 } })
+  t.teardown(() => gw.close())
+  const waitFor = async (what: string, cond: (v: UpstreamsView) => boolean): Promise<UpstreamsView> => {
+    for (let i = 0; i < 50; i++) {
+      const v = await upstreamsOf(gw)
+      if (cond(v)) return v
+      await sleep(100)
+    }
+    throw new Error(`timed out waiting for ${what}`)
+  }
+  const down = await waitFor('the checks to open b', (v) => member(v, 'openai_b').state === 'open')
+  t.equal(member(down, 'openai_b').state, 'open', 'the checks opened the dead member\'s circuit')
+  t.equal(member(down, 'openai').failures, 0, 'a member without a check path is not checked')
+  const res = await chat(gw)
+  t.equal(res.status, 200)
+  await res.arrayBuffer()
+  t.equal(gw.mock.calls.length, 1, 'the request went to the healthy member at once (b skipped, not tried)')
+
+  const revived = await startMockUpstream({ port })
+  t.teardown(() => revived.close())
+  const up = await waitFor('the checks to close b', (v) => member(v, 'openai_b').state === 'closed')
+  t.equal(member(up, 'openai_b').state, 'closed', 'a successful check closed the circuit long before its 60 s cool-down')
+  const again = await chat(gw)
+  t.equal(again.status, 200)
+  await again.arrayBuffer()
+  t.equal(revived.calls.filter((c) => c.path.startsWith('/v1/chat')).length, 1, 'b serves requests again')
+})
