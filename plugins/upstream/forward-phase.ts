@@ -194,7 +194,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
         break
       }
       provider.health.succeeded()
-      await relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt)
+      const jobAnswer = relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt)
+      if (jobAnswer !== undefined) await jobAnswer
       return
     }
     if (modelError === null && pool) {
@@ -221,12 +222,13 @@ function addErrorHeaders (own: Record<string, string>, catalogue: Catalogue, cod
 
 /**
  * Relays the upstream's answer (a success or a 4xx the client caused) and ends the request when
- * it ends. Positional arguments: no object per request on the way.
+ * it ends. Synchronous (no promise, positional arguments: nothing allocated on the way) except
+ * for a job's answer, whose promise it returns.
  */
-async function relayAnswer (
+function relayAnswer (
   deps: ForwardDeps, ctx: RequestContext, reply: FastifyReply, control: ForwardControl,
   upstream: Dispatcher.ResponseData, provider: CompiledProvider, primary: CompiledModel | null, filter: boolean, dispatchedAt: bigint
-): Promise<void> {
+): Promise<void> | undefined {
   const res = reply.raw
   const headersAt = process.hrtime.bigint()
   const answered = ctx.model
@@ -246,10 +248,12 @@ async function relayAnswer (
   // error header of the contract, with the catalogue code it stands for.
   const refusedAs = answeredOk ? null : clientErrorCode(upstream.statusCode)
   if (refusedAs !== null) addErrorHeaders(own, deps.catalogue, refusedAs)
-  if (deps.jobs?.answers(ctx)) {
-    const r = await deps.jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own, provider.allow), body: upstream.body, provider: provider.name, answered })
-    control.end({ kind: 'completed', httpStatus: upstream.statusCode, errorCode: null, answeredModel: answered, upstreamMs: ms(dispatchedAt, process.hrtime.bigint()), usage: r.usage, overheadMs, ...(r.job ? { job: r.job } : {}) })
-    return
+  const jobs = deps.jobs
+  if (jobs?.answers(ctx)) {
+    return (async () => {
+      const r = await jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own, provider.allow), body: upstream.body, provider: provider.name, answered })
+      control.end({ kind: 'completed', httpStatus: upstream.statusCode, errorCode: null, answeredModel: answered, upstreamMs: ms(dispatchedAt, process.hrtime.bigint()), usage: r.usage, overheadMs, ...(r.job ? { job: r.job } : {}) })
+    })()
   }
   const dropUsage = filter && answeredOk
   const meter = answeredOk ? meterFor(ctx, answered, sse, upstream.statusCode, dropUsage) : null
