@@ -339,7 +339,7 @@ t.test('slow drip under the idle bound completes; a stall after the stream began
   t.comment(`stalled stream: billing ${row.billingStatus}, cost ${String(row.cost)}`)
 })
 
-t.test('active health checks open a dead member\'s circuit before any request, and close it when the member answers again', async (t) => {
+t.test('active health checks open a dead member\'s circuit before any request, and close it when the member answers again', { timeout: 60_000 }, async (t) => {
   const port = await closedPort()
   const cfg = writeTestConfig((c) => {
     twoMembers(c, { breaker_failures: 2, breaker_cooldown_ms: 60_000, health_check_interval_ms: 100 })
