@@ -1,4 +1,7 @@
-// npm run bench [-- --quick | --profile] [--tsx]
+// npm run bench [-- --quick | --profile | --abort] [--tsx]
+//
+// --abort runs only the client-abort scenario (bench/abort.ts: 2000 streams of 30 s aborted
+// client-side, upstream streams counted 2.5 s later at the mock), about a minute per target.
 //
 // Process layout: the mock upstream, the bare proxy and each gateway target run in their own
 // child process; autocannon and the memory test's client run here. Targets are measured
@@ -10,6 +13,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { compileChildren, CORES, pinToCore, REPO_ROOT, type BenchChild } from './child-process.js'
+import { ABORT, abortTable, runAbortTest, type AbortResult } from './abort.js'
 import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
@@ -18,18 +22,19 @@ import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequest
 import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget } from './targets.js'
 
-const USAGE = 'usage: npm run bench [-- --quick | --profile] [--tsx]'
+const USAGE = 'usage: npm run bench [-- --quick | --profile | --abort] [--tsx]'
 const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results')
 
 const args = process.argv.slice(2)
 for (const a of args) {
-  if (a !== '--quick' && a !== '--profile' && a !== '--tsx') {
+  if (a !== '--quick' && a !== '--profile' && a !== '--tsx' && a !== '--abort') {
     process.stderr.write(`unknown option ${a}\n${USAGE}\n`)
     process.exit(2)
   }
 }
 const quick = args.includes('--quick')
 const profile = args.includes('--profile')
+const abortOnly = args.includes('--abort')
 /** Children from source under tsx instead of compiled by tsc (see compileChildren). */
 const tsx = args.includes('--tsx')
 const timing = quick ? LOAD.quick : LOAD.full
@@ -195,12 +200,31 @@ async function profilePhase (env: Record<string, string>): Promise<void> {
   log(formatFrames(selfTimes(file), 15))
 }
 
+/** The client-abort scenario alone (--abort): its table, and bench/results/abort.json. */
+async function abortPhase (env: Record<string, string>, mock: BenchChild): Promise<number> {
+  const results: AbortResult[] = []
+  const abortEnv = { ...env, BENCH_UPSTREAM_CONNECTIONS: String(ABORT.streams * 2) }
+  try {
+    for (const name of ABORT.targets) {
+      const r = await runAbortTest({ target: targetNamed(name), env: abortEnv, mock, streams: ABORT.streams })
+      log(`  ${name.padEnd(10)} ${r.started}/${r.streams} started, upstream open: ${r.upstreamOpenBefore} before, ${r.upstreamOpenAfter} ${r.afterMs} ms after the abort${r.failures.length > 0 ? '  failures: ' + r.failures.join('; ') : ''}`)
+      results.push(r)
+    }
+  } finally {
+    await mock.stop()
+  }
+  log('\n' + abortTable(results))
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  writeFileSync(join(RESULTS_DIR, 'abort.json'), JSON.stringify({ finishedAt: new Date().toISOString(), settings: ABORT, results }, null, 2) + '\n')
+  return results.some((r) => r.failures.length > 0) ? 1 : 0
+}
+
 async function main (): Promise<number> {
   const nofile = openFileLimit()
   log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}${tsx ? ' --tsx' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
   if (!profile) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${timing.repetitions} alternating run(s) per target (median)`)
   // Each child holds up to 2 sockets per stream in the memory test.
-  if (!profile && nofile < MEMORY.streams * 2 + 256) {
+  if (!profile && nofile < Math.max(MEMORY.streams, ABORT.streams) * 2 + 256) {
     process.stderr.write(`ulimit -n ${nofile} is too low for ${MEMORY.streams} streams; run \`ulimit -n 65536\` first\n`)
     return 1
   }
@@ -219,6 +243,10 @@ async function main (): Promise<number> {
   let rows: ThroughputRow[] = []
   let comparisons: ComparisonRow[] = []
   let memory: MemoryResult[] = []
+  if (abortOnly) {
+    log(`\nclient aborts: ${ABORT.streams} streams of ${ABORT.chunks * ABORT.chunkDelayMs / 1000} s per target, counted ${ABORT.afterMs} ms after the abort`)
+    return await abortPhase(env, mock)
+  }
   if (profile) {
     // A diagnostic, not a measurement: nothing is written to bench/results/latest.json.
     try {

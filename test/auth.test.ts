@@ -139,7 +139,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     t.test('a fallback outside the allowed list is not used', async (t) => {
       const k = await newKey({ allowedModels: ['openai/gpt-4o'] })
       const r = await call(gw, { 'x-api-key': k.plaintext, 'x-mock-status': '503' }, CHAT, JSON.stringify({ model: 'openai/gpt-4o', messages: [] }))
-      t.equal(r.code, 'UPSTREAM_ERROR', 'the primary failure stands; gpt-4o-mini (its fallback) is not allowed')
+      t.equal(r.code, 'MODEL_BUSY', 'the primary failure (an overloaded upstream) stands; gpt-4o-mini (its fallback) is not allowed')
     })
 
     t.test('the hot path does no database round trip once a key is cached', async (t) => {

@@ -10,8 +10,17 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import {
   codePoints, decimal, expectedCost, ledgerState, nanos, priceOf, seededRandom, tokensFromChars, waitForRows, type TestPrice
 } from './helpers/billing.js'
-import { writeTestConfig } from './helpers/test-config.js'
+import { writeTestConfig, type RawConfig } from './helpers/test-config.js'
 import { sseEvents } from './helpers/wire.js'
+
+/** Both providers of these tests read a left client's upstream on for its usage (drain_on_disconnect). */
+function drainOn (c: RawConfig): void {
+  for (const name of ['openai', 'anthropic']) {
+    const p = c.providers[name]
+    if (p === undefined) throw new Error(`no provider ${name}`)
+    p.drain_on_disconnect = true
+  }
+}
 
 const SEED = Number(process.env.BILLING_SEED ?? 20240611)
 const CREDIT = '100.00'
@@ -109,7 +118,11 @@ async function checkLedger (t: Test, gw: TestGateway, expectedCharged: bigint, r
 }
 
 t.test('200 clients leave mid-stream; the drain window lets every upstream finish; billed == produced', async (t) => {
-  const gw = await startTestGateway({ credit: CREDIT })
+  // The drain is a per-provider choice (providers.*.drain_on_disconnect, off by default: a client
+  // that leaves cancels its upstream, see test/upstream-resilience.test.ts).
+  const cfg = writeTestConfig((c) => { drainOn(c) })
+  t.teardown(cfg.remove)
+  const gw = await startTestGateway({ configFile: cfg.file, credit: CREDIT })
   t.teardown(() => gw.close())
   t.ok(gw.config.server.drain_timeout_ms >= 10_000, `drain window ${gw.config.server.drain_timeout_ms} ms covers the rest of each stream`)
   const random = seededRandom(SEED)
@@ -169,7 +182,10 @@ t.test('200 clients leave mid-stream; the drain window lets every upstream finis
 
 t.test('short drain window: the upstream is cut, the charge is what was metered, no hold stays open', async (t) => {
   const DRAIN_MS = 100
-  const cfg = writeTestConfig((c) => { c.server.drain_timeout_ms = DRAIN_MS })
+  const cfg = writeTestConfig((c) => {
+    c.server.drain_timeout_ms = DRAIN_MS
+    drainOn(c)
+  })
   t.teardown(cfg.remove)
   const gw = await startTestGateway({ configFile: cfg.file, credit: CREDIT })
   t.teardown(() => gw.close())

@@ -79,12 +79,15 @@ t.test('defaults are filled', async (t) => {
     headers: {},
     timeout_ms: 60000,
     body_timeout_ms: 120000,
+    connect_timeout_ms: 10000,
+    drain_on_disconnect: false,
     connections: 256,
     allow_request_headers: ['accept'],
     allow_response_headers: ['content-type', 'content-length', 'retry-after'],
     allow_query_params: []
   })
   t.same(config.pools.openai, [{ provider: 'openai', weight: 1 }])
+  t.same(config.upstream, { max_tries: 2, retry_statuses: [429, 500, 502, 503, 504], breaker_failures: 3, breaker_cooldown_ms: 10000, health_check_interval_ms: 0 })
   t.same(config.families.chat, { envelope: 'chat', prefixes: [] })
   t.same(config.auth.strip_headers, ['authorization', 'x-api-key', 'x-genai-api-key', 'x-goog-api-key', 'cookie', 'proxy-authorization', 'x-idempotency-key'])
   t.equal(config.auth.unknown_key_ttl_ms, 5000)
@@ -165,7 +168,7 @@ t.test('include merges top-level keys of included files', async (t) => {
   t.equal(files[0], withIncludes)
   t.equal(files.length, 9)
   t.ok(files.includes(join(valid, '..', 'parts', 'errors.yaml')))
-  t.same(Object.keys(config).sort(), ['admin', 'auth', 'errors', 'families', 'jobs', 'limits', 'models', 'operations', 'pools', 'providers', 'routes', 'server', 'wallet'], 'wallet, jobs, admin and operation defaults are filled even when the sections are absent')
+  t.same(Object.keys(config).sort(), ['admin', 'auth', 'errors', 'families', 'jobs', 'limits', 'models', 'operations', 'pools', 'providers', 'routes', 'server', 'upstream', 'wallet'], 'wallet, jobs, admin, upstream and operation defaults are filled even when the sections are absent')
   t.equal(config.routes.length, 2)
   t.same(config.models[0]?.fallbacks, ['openai/gpt-4o-mini'])
   t.notOk('include' in config, 'include is not part of the loaded config')

@@ -67,6 +67,8 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   REQUEST_TIMEOUT: { reference: 'GW-REQUEST-2008', status: 408, retryable: true, strategy: 'BACKOFF' },
   LIMIT_RATE_EXCEEDED: { reference: 'GW-LIMIT-4001', status: 429, retryable: true, strategy: 'BACKOFF', retryAfter: 1 },
   REQUEST_VIDEO_INPUT_ENDPOINT_UNSUPPORTED: { reference: 'GW-REQUEST-2014', status: 400, retryable: false, strategy: 'NONE' },
+  // Not in the spec's tables (its catalogue is partial): Node's 431 for oversized headers, in the envelope.
+  REQUEST_HEADERS_TOO_LARGE: { reference: 'GW-REQUEST-2015', status: 431, retryable: false, strategy: 'NONE' },
   MODEL_NOT_FOUND: { reference: 'GW-MODEL-3001', status: 404, retryable: false, strategy: 'NONE' },
   MODEL_ACCESS_DENIED: { reference: 'GW-MODEL-3002', status: 403, retryable: false, strategy: 'NONE' },
   MODEL_PROTOCOL_UNSUPPORTED: { reference: 'GW-MODEL-3003', status: 400, retryable: false, strategy: 'NONE' },
@@ -85,7 +87,10 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   BILLING_INSUFFICIENT_CREDITS: { reference: 'GW-BILLING-5001', status: 402, retryable: false, strategy: 'TOP_UP' },
   PROVIDER_TIMEOUT: { reference: 'GW-PROVIDER-6001', status: 504, retryable: true, strategy: 'BACKOFF' },
   UPSTREAM_ERROR: { reference: 'GW-PROVIDER-6002', status: 502, retryable: true, strategy: 'BACKOFF' },
-  UPSTREAM_POOL_UNAVAILABLE: { reference: 'GW-PROVIDER-6003', status: 503, retryable: true, strategy: 'BACKOFF' },
+  // No member of the model's pool can be reached (legacy UPSTREAM_POOL_UNAVAILABLE); Retry-After only when circuits are open.
+  MODEL_UNAVAILABLE: { reference: 'GW-MODEL-3004', status: 503, retryable: true, strategy: 'BACKOFF' },
+  // The upstream is overloaded (503/529): at least 5 s, or the upstream's own Retry-After when longer.
+  MODEL_BUSY: { reference: 'GW-MODEL-3006', status: 503, retryable: true, strategy: 'BACKOFF', retryAfter: 5 },
   PROVIDER_STREAM_INTERRUPTED: { reference: 'GW-PROVIDER-6007', status: 502, retryable: true, strategy: 'BACKOFF' },
   GATEWAY_INTERNAL_ERROR: { reference: 'GW-GATEWAY-9001', status: 500, retryable: true, strategy: 'BACKOFF' }
 }
@@ -511,6 +516,16 @@ t.test('LIMIT_RATE_EXCEEDED: a connection over server.max_connections_per_addres
   nothingForwarded(t)
 })
 
+t.test('REQUEST_HEADERS_TOO_LARGE: headers over Node\'s size limit, answered before any route in the envelope of the request line\'s path', async (t) => {
+  for (const [path, family] of [['/v1/chat/completions', 'chat'], ['/v1/messages', 'messages'], ['/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent', 'genai']] as const) {
+    const conn = await openConnection(gw.url)
+    conn.socket.write(requestHead('POST', path, { ...authFor(gw.url), 'content-type': 'application/json', 'content-length': 2, 'x-padding': 'p'.repeat(20_000) }) + '{}')
+    await expectError(t, asResponse(await answerOn(conn, 5000)), family, 'REQUEST_HEADERS_TOO_LARGE')
+    conn.socket.destroy()
+  }
+  nothingForwarded(t)
+})
+
 t.test('MODEL_PARAMETER_UNSUPPORTED: deferred work on a route that declares it (background responses)', async (t) => {
   await expectError(t, await post(`${gw.url}/v1/responses`, JSON.stringify({ model: 'openai/gpt-4o', input: 'hi', background: true })), 'chat', 'MODEL_PARAMETER_UNSUPPORTED', 'background')
   nothingForwarded(t)
@@ -636,18 +651,19 @@ t.test('UPSTREAM_ERROR: the provider answered 5xx', async (t) => {
   const body = await expectError(t, res500, 'chat', 'UPSTREAM_ERROR')
   t.notMatch(JSON.stringify(body), /Mock upstream error/, 'the provider body is not relayed')
   const res503 = await post(`${gw.url}/genai/v1beta/models/genai%2Fgemini-2.5-flash:generateContent`, genaiBody(), 'application/json', { 'x-mock-status': '503', 'x-mock-retry-after': '7' })
-  await expectError(t, res503, 'genai', 'UPSTREAM_ERROR')
+  // An overloaded upstream (503) is MODEL_BUSY, with the upstream's Retry-After as it is above 5 s.
+  await expectError(t, res503, 'genai', 'MODEL_BUSY', null, 7)
   const res502 = await post(`${gw.url}/v1/messages`, messagesBody('anthropic/claude-haiku-3.5'), 'application/json', { 'x-mock-status': '502' })
   await expectError(t, res502, 'messages', 'UPSTREAM_ERROR')
   t.equal(gw.mock.calls.length, 3)
 })
 
-t.test('UPSTREAM_POOL_UNAVAILABLE: the provider cannot be reached', async (t) => {
+t.test('MODEL_UNAVAILABLE (legacy UPSTREAM_POOL_UNAVAILABLE): the provider cannot be reached', async (t) => {
   const port = await closedPort()
   const dead = await startTestGateway({ mock: gw.mock, shareStoreWith: gw, env: { OPENAI_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` } })
   t.teardown(() => dead.close())
-  await expectError(t, await post(`${dead.url}/v1/chat/completions`, chatBody('openai/gpt-4o')), 'chat', 'UPSTREAM_POOL_UNAVAILABLE')
-  await expectError(t, await post(`${dead.url}/v1/messages`, messagesBody('anthropic/claude-sonnet-4')), 'messages', 'UPSTREAM_POOL_UNAVAILABLE')
+  await expectError(t, await post(`${dead.url}/v1/chat/completions`, chatBody('openai/gpt-4o')), 'chat', 'MODEL_UNAVAILABLE')
+  await expectError(t, await post(`${dead.url}/v1/messages`, messagesBody('anthropic/claude-sonnet-4')), 'messages', 'MODEL_UNAVAILABLE')
   nothingForwarded(t)
 })
 

@@ -82,7 +82,11 @@ t.test('SSE is relayed chunk by chunk, byte for byte', async (t) => {
 
 t.test('client disconnect mid-stream: the upstream is released within the drain window', async (t) => {
   const outcomes: Outcome[] = []
-  const cfg = writeTestConfig((c) => { c.server.drain_timeout_ms = 300 })
+  const cfg = writeTestConfig((c) => {
+    c.server.drain_timeout_ms = 300
+    const p = c.providers.openai
+    if (p) p.drain_on_disconnect = true
+  })
   t.teardown(cfg.remove)
   const gw = await startTestGateway({ configFile: cfg.file, server: { plugins: (d) => [...d, outcomeObserver((_ctx, o) => { outcomes.push(o) })] } })
   t.teardown(() => gw.close())
@@ -114,7 +118,13 @@ t.test('client disconnect mid-stream: the upstream is released within the drain 
 
 t.test('client disconnect: a stream that ends within the drain window is read to its end', async (t) => {
   const outcomes: Outcome[] = []
-  const gw = await startTestGateway({ server: { plugins: (d) => [...d, outcomeObserver((_ctx, o) => { outcomes.push(o) })] } })
+  // The drain is the provider's choice (drain_on_disconnect); by default the upstream is cancelled.
+  const cfg = writeTestConfig((c) => {
+    const p = c.providers.openai
+    if (p) p.drain_on_disconnect = true
+  })
+  t.teardown(cfg.remove)
+  const gw = await startTestGateway({ configFile: cfg.file, server: { plugins: (d) => [...d, outcomeObserver((_ctx, o) => { outcomes.push(o) })] } })
   t.teardown(() => gw.close())
   const controller = new AbortController()
   const res = await stream(gw, '/v1/chat/completions', chat('a short answer'), { 'x-mock-chunks': '20', 'x-mock-chunk-delay-ms': '20' }, controller.signal)

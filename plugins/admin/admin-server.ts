@@ -9,6 +9,7 @@ import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
 import { adminRoutes, adminTokenProblem } from './routes.js'
 import type { AdminThrottle } from './throttle.js'
+import { createUpstreamView, upstreamAdminRoutes, type UpstreamView } from '../upstream/view.js'
 
 export interface AdminServerOptions {
   config: GatewayConfig
@@ -18,6 +19,8 @@ export interface AdminServerOptions {
   clock?: Clock
   throttle?: AdminThrottle
   logger?: FastifyServerOptions['logger']
+  /** The gateway's upstream circuit state (GET /admin/v1/upstreams); absent: the route lists none. */
+  upstreamView?: UpstreamView
 }
 
 /** Where the admin listener binds: GATEWAY_ADMIN_HOST / GATEWAY_ADMIN_PORT, else `config.admin`. */
@@ -53,7 +56,8 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     config: opts.config,
     token: opts.token,
     ...(opts.clock ? { clock: opts.clock } : {}),
-    ...(opts.throttle ? { throttle: opts.throttle } : {})
+    ...(opts.throttle ? { throttle: opts.throttle } : {}),
+    extraRoutes: upstreamAdminRoutes(opts.upstreamView ?? createUpstreamView())
   })
   return app
 }

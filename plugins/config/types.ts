@@ -134,6 +134,15 @@ export interface ProviderConfig {
   timeout_ms: number
   /** Max idle time between two body chunks, ms. */
   body_timeout_ms: number
+  /** Time to open a connection to this provider, ms (the member is then retried on another). */
+  connect_timeout_ms: number
+  /**
+   * A streaming client left: false cancels the upstream at once and bills what was produced
+   * (estimated when no usage arrived); true reads the upstream for up to server.drain_timeout_ms.
+   */
+  drain_on_disconnect: boolean
+  /** Path an active health check GETs (upstream.health_check_interval_ms); absent: none. */
+  health_check_path?: string
   /** Upstream connection pool size for this provider's origin. */
   connections: number
   /** Client request headers (lower-case) forwarded to this provider; every other one is dropped. */
@@ -142,6 +151,19 @@ export interface ProviderConfig {
   allow_response_headers: string[]
   /** Query parameter names (decoded, lower-case) forwarded to this provider; every other one is dropped. */
   allow_query_params: string[]
+}
+
+export interface UpstreamConfig {
+  /** Most members of one pool a request is sent to (first try included), before the first byte. */
+  max_tries: number
+  /** Upstream statuses retried on another member of the pool. */
+  retry_statuses: number[]
+  /** Consecutive failures that open a member's circuit; 0 off. */
+  breaker_failures: number
+  /** How long an open circuit skips its member before one probe, ms. */
+  breaker_cooldown_ms: number
+  /** Active health check interval, ms; 0 none. */
+  health_check_interval_ms: number
 }
 
 export interface PoolMember {
@@ -293,6 +315,7 @@ export interface GatewayConfig {
   operations?: Record<string, OperationConfig>
   providers: Record<string, ProviderConfig>
   pools: Record<string, PoolMember[]>
+  upstream: UpstreamConfig
   models: ModelConfig[]
   limits: LimitsConfig
   wallet: WalletConfig

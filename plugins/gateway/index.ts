@@ -14,14 +14,14 @@ import { pipelineHost, type PipelineStats } from '../pipeline/host.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { requestPlugin } from '../request/index.js'
 import { requestLogPlugin } from '../request-log/index.js'
-import { upstreamPlugin } from '../upstream/index.js'
+import { upstreamPlugin, type UpstreamView } from '../upstream/index.js'
 import { walletPlugin } from '../wallet/index.js'
 import { reapExpiredHolds } from '../wallet/reaper.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
 export type { Outcome, RequestContext, RequestState } from '../pipeline/context.js'
 export type { GatewayPlugin, ForwardControl, PhaseName } from '../pipeline/plugin.js'
-export { gatewayFrameworkErrors, type PipelineStats } from '../pipeline/host.js'
+export { gatewayClientErrors, gatewayFrameworkErrors, type PipelineStats } from '../pipeline/host.js'
 export { newRequestId } from '../pipeline/request-id.js'
 export { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
@@ -43,6 +43,8 @@ export interface GatewayOptions {
   stats?: PipelineStats
   /** Changes the plugin list (tests add a plugin; the bench measures a subset). */
   plugins?: (defaults: GatewayPlugin[]) => GatewayPlugin[]
+  /** Filled with a reader of the upstreams' circuit state (the admin API's GET /upstreams). */
+  upstreamView?: UpstreamView
 }
 
 export interface GatewayParts {
@@ -51,6 +53,7 @@ export interface GatewayParts {
   models: ModelCatalogue
   log: FastifyBaseLogger
   random?: () => number
+  upstreamView?: UpstreamView
 }
 
 /** The concerns of a request, in the order their hooks run in every phase. */
@@ -69,7 +72,14 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotencyPlugin({ store: store.idempotency }),
     walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log }),
-    upstreamPlugin({ config, models, jobs, ...(parts.random ? { random: parts.random } : {}) }),
+    upstreamPlugin({
+      config,
+      models,
+      jobs,
+      ...(parts.random ? { random: parts.random } : {}),
+      ...(parts.upstreamView ? { view: parts.upstreamView } : {}),
+      onHealthCheckError: (provider, err) => { parts.log.warn({ provider, code: (err as { code?: string }).code }, 'upstream health check failed') }
+    }),
     requestLogPlugin({ writer: services.requestLog, clock })
   ]
 }
@@ -94,7 +104,14 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     ...(opts.env ?? {})
   })
   const models = opts.models ?? compileModels(config)
-  const defaults = gatewayPlugins({ config, services, models, log: app.log, ...(opts.random ? { random: opts.random } : {}) })
+  const defaults = gatewayPlugins({
+    config,
+    services,
+    models,
+    log: app.log,
+    ...(opts.random ? { random: opts.random } : {}),
+    ...(opts.upstreamView ? { upstreamView: opts.upstreamView } : {})
+  })
   const plugins = opts.plugins ? opts.plugins(defaults) : defaults
   // Every instance releases holds whose instance died (their expiry passed).
   const reaper = reapExpiredHolds(services.store.ledger, config.wallet.reaper_interval_ms, app.log)

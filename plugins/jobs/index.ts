@@ -39,7 +39,7 @@ export interface JobsDeps {
 export interface Jobs {
   /** Admission of job polls and downloads (after auth): the id names a job of the caller's account. */
   readonly admit: (ctx: RequestContext) => Promise<void>
-  /** Where a job poll or download goes: the job's provider and upstream path; null for other routes; UPSTREAM_POOL_UNAVAILABLE when that provider left the config. */
+  /** Where a job poll or download goes: the job's provider and upstream path; null for other routes; MODEL_UNAVAILABLE (legacy UPSTREAM_POOL_UNAVAILABLE) when that provider left the config. */
   upstreamTarget (ctx: RequestContext): { provider: string, path: string } | null
   /** True for the routes whose answer `answer` writes (job creates and polls). */
   answers (ctx: RequestContext): boolean
@@ -70,7 +70,7 @@ export function createJobs (deps: JobsDeps): Jobs {
       if (!job || (what !== 'poll' && what !== 'content')) return null
       const path = routes.upstreamPath(job.kind, what, job.upstreamId)
       // A job stays with the provider that runs it; one removed from the config since cannot answer.
-      if (path === undefined || !providerExists(job.provider)) throw gatewayError('UPSTREAM_POOL_UNAVAILABLE')
+      if (path === undefined || !providerExists(job.provider)) throw gatewayError('MODEL_UNAVAILABLE')
       return { provider: job.provider, path }
     },
     answers: (ctx) => ctx.plan.op.job?.role === 'create' || ctx.plan.op.job?.role === 'poll',

@@ -1,15 +1,23 @@
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
-import { classify, compileCatalogue, gatewayError, renderError, toOccurrence, type BillingStatus, type Catalogue } from '../errors/index.js'
+import { classify, compileCatalogue, gatewayError, renderError, toOccurrence, type BillingStatus, type Catalogue, type ErrorCode } from '../errors/index.js'
 import { compileRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
 import type { ParsedBody } from '../request/body.js'
 import type { Outcome, RequestContext } from './context.js'
 import { planPhases, runPhase, type ForwardControl, type GatewayPlugin, type PhasePlan } from './plugin.js'
+import { newRequestId } from './request-id.js'
 
 /** Live counts a standalone server reads to shut down gracefully. */
 export interface PipelineStats {
   /** Requests between arrival and the end of their answer. */
   inflight: number
+  /**
+   * Set by a server that is shutting down: a request that still arrives (on a kept-alive
+   * connection) is refused with MODEL_BUSY (503, Retry-After) in its family's envelope.
+   */
+  closing?: boolean
 }
 
 export interface PipelineOptions {
@@ -41,6 +49,47 @@ function queryOf (url: string): string {
 export function pathOf (url: string): string {
   const q = url.indexOf('?')
   return q === -1 ? url : url.slice(0, q)
+}
+
+/** Node's client-side failures before any request exists (oversized headers, a malformed request line). */
+const CLIENT_ERRORS: Readonly<Record<string, ErrorCode>> = {
+  HPE_HEADER_OVERFLOW: 'REQUEST_HEADERS_TOO_LARGE',
+  ERR_HTTP_REQUEST_TIMEOUT: 'REQUEST_TIMEOUT'
+}
+
+/** The path of a raw request's first line (`POST /v1/messages HTTP/1.1`), or '/' when unreadable. */
+function rawPath (packet: unknown): string {
+  if (!Buffer.isBuffer(packet)) return '/'
+  const line = packet.subarray(0, Math.min(packet.length, 2048)).toString('latin1')
+  const first = line.indexOf(' ')
+  const second = first === -1 ? -1 : line.indexOf(' ', first + 1)
+  return second === -1 ? '/' : pathOf(line.slice(first + 1, second))
+}
+
+/**
+ * Fastify's `clientErrorHandler` server option, in the gateway's envelopes: Node answers a
+ * request it could not parse (headers over the size cap: 431; a malformed request; a request
+ * that did not arrive in time: 408) on the raw socket, before Fastify sees a request. The
+ * answer carries every error header; the envelope is the family of the path on the request
+ * line when it can be read, else the chat-completions one.
+ */
+export function gatewayClientErrors (config: GatewayConfig): (err: Error & { code?: string, rawPacket?: unknown }, socket: Socket) => void {
+  const catalogue = compileCatalogue(config.errors, config.server)
+  const routes = compileRoutes(config)
+  return (err, socket) => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return
+    const code = (err.code !== undefined ? CLIENT_ERRORS[err.code] : undefined) ?? 'REQUEST_INVALID'
+    const occurrence = toOccurrence(gatewayError(code), newRequestId(), catalogue)
+    const rendered = renderError(occurrence, routes.envelopeForPath(rawPath(err.rawPacket)), catalogue)
+    if (socket.writable) {
+      let head = `HTTP/1.1 ${rendered.status} ${STATUS_CODES[rendered.status] ?? 'Error'}\r\n`
+      for (const name in rendered.headers) head += `${name}: ${rendered.headers[name] as string}\r\n`
+      const body = Buffer.from(rendered.body)
+      socket.write(`${head}content-length: ${body.length}\r\nconnection: close\r\n\r\n`)
+      socket.write(body)
+    }
+    socket.destroy()
+  }
 }
 
 /**
@@ -175,6 +224,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     req.gatewayContext = ctx
     stats.inflight++
     try {
+      if (stats.closing === true) throw gatewayError('MODEL_BUSY', { closeConnection: true, detail: 'This gateway instance is shutting down.' })
       await runPhase(phases.admit, ctx, req)
     } catch (err) {
       refusal(ctx, err)

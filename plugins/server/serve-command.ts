@@ -2,6 +2,7 @@ import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../ad
 import { ConfigError, formatProblem, loadConfig } from '../config/index.js'
 import { buildServer } from './server.js'
 import { openServices, serviceEnvFromProcess } from '../gateway/index.js'
+import { createUpstreamView } from '../upstream/index.js'
 
 export const SERVE_USAGE = 'serve [file]   start the gateway (config: $GATEWAY_CONFIG or ./gateway.yaml; PORT and HOST override it)'
 
@@ -33,8 +34,9 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     unknownKeyCacheMax: loaded.config.auth.unknown_key_cache_max
   })
   // The admin API is not on the public listener: it gets its own, on loopback by default.
-  const app = await buildServer({ config: loaded.config, services })
-  const admin = adminToken ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock }) : null
+  const upstreamView = createUpstreamView()
+  const app = await buildServer({ config: loaded.config, services, upstreamView })
+  const admin = adminToken ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock, upstreamView }) : null
   app.addHook('onClose', async () => {
     await admin?.close()
     await services.close()

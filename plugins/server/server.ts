@@ -3,7 +3,8 @@ import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
 import { serverBounds } from '../request/server-bounds.js'
-import { gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
+import { createUpstreamView, upstreamAdminRoutes } from '../upstream/index.js'
+import { gatewayClientErrors, gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
 export const REDACTED_PATHS = [
@@ -31,11 +32,20 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     // One log line per request comes from the gateway's own finish hook, not Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     frameworkErrors: gatewayFrameworkErrors(opts.config),
-    return503OnClosing: true,
+    // Oversized headers (431), a malformed request, Node's request deadline (408): the envelope.
+    clientErrorHandler: gatewayClientErrors(opts.config),
+    // A request arriving while the server closes is refused by the gateway itself (MODEL_BUSY in
+    // its family's envelope, see PipelineStats.closing), not with Fastify's own 503 body.
+    return503OnClosing: false,
     forceCloseConnections: 'idle'
   })
+  const stats: PipelineStats = { inflight: 0 }
   app.get('/healthz', async () => ({ status: 'ok' }))
-  app.get('/readyz', async () => ({ status: 'ready' }))
+  app.get('/readyz', async (_req, reply) => {
+    // A closing instance is not ready: a load balancer stops sending it requests.
+    if (stats.closing === true) return await reply.code(503).header('cache-control', 'no-store').send({ status: 'closing' })
+    return { status: 'ready' }
+  })
   const { services, logger: _logger, adminToken, ...gatewayOptions } = opts
   if (services.store.secretGenerated) {
     app.log.warn('GATEWAY_SECRET is not set: using the generated secret in the data directory (embedded dev mode only)')
@@ -43,15 +53,23 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   // A graceful shutdown lets in-flight answers finish (up to the grace period), then closes
   // every connection, including idle ones that never sent a request and would otherwise keep
   // server.close() waiting for the headers timeout.
-  const stats: PipelineStats = { inflight: 0 }
   app.addHook('preClose', async () => {
+    stats.closing = true
     const deadline = Date.now() + opts.config.server.shutdown_grace_ms
     while (stats.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
     app.server.closeAllConnections()
   })
-  await app.register(modelGateway, { ...gatewayOptions, services, stats })
+  const upstreamView = gatewayOptions.upstreamView ?? createUpstreamView()
+  await app.register(modelGateway, { ...gatewayOptions, services, stats, upstreamView })
   if (adminToken) {
-    await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock })
+    await app.register(adminRoutes, {
+      prefix: ADMIN_PREFIX,
+      store: services.store,
+      config: opts.config,
+      token: adminToken,
+      clock: services.clock,
+      extraRoutes: upstreamAdminRoutes(upstreamView)
+    })
   }
   return app
 }

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
-import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type Catalogue } from '../errors/index.js'
+import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type Catalogue, type ErrorCode } from '../errors/index.js'
 import { createMeter, createUsageEventFilter, injectIncludeUsage, type Meter } from '../metering/index.js'
 import type { Jobs } from '../jobs/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
@@ -11,8 +11,11 @@ import type { ForwardControl } from '../pipeline/plugin.js'
 import { applyBodyRules } from '../request/body-rules.js'
 import { rewriteJsonModel } from '../request/json-model.js'
 import { rewriteMultipartModel } from '../request/multipart-model.js'
-import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from './forward.js'
-import type { CompiledProvider, Upstreams } from './providers.js'
+import {
+  callUpstream, clientErrorCode, countsAgainstMember, mapUpstreamFailure, unhealthyStatus, upstreamRequestHeaders, upstreamStatusError,
+  type RequestHeaderFilter
+} from './forward.js'
+import type { CompiledPool, CompiledProvider, Upstreams } from './providers.js'
 import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
 import { relay, relayOutcome, type RelayEnd } from './relay.js'
 
@@ -25,12 +28,13 @@ export interface ForwardDeps {
   /** How long a client may read nothing before it is cut (server.client_write_stall_ms). */
   writeStallMs: number
   random: () => number
+  retry: RetryPolicy
   /** Asynchronous jobs: a poll's or download's upstream target, a create's or poll's answer. */
   jobs?: Jobs
 }
 
 /** Failures before the first byte after which the next fallback model is tried. */
-const FALLBACK_ON: ReadonlySet<string> = new Set(['UPSTREAM_POOL_UNAVAILABLE', 'PROVIDER_TIMEOUT', 'UPSTREAM_ERROR'])
+const FALLBACK_ON: ReadonlySet<string> = new Set(['MODEL_UNAVAILABLE', 'MODEL_BUSY', 'PROVIDER_TIMEOUT', 'UPSTREAM_ERROR', 'LIMIT_RATE_EXCEEDED'])
 
 function ms (from: bigint, to: bigint): number {
   return Number(to - from) / 1e6
@@ -100,9 +104,20 @@ function targetOf (ctx: RequestContext, model: CompiledModel | null): Target {
   return { model: null, poolName: up.pool, template: up.path }
 }
 
+/** What a forward needs of the pool settings (upstream section of gateway.yaml), compiled once. */
+export interface RetryPolicy {
+  /** Most members of one pool one request is sent to. */
+  maxTries: number
+  /** Upstream statuses retried on another member (a bit per status 400..599). */
+  retryStatuses: ReadonlySet<number>
+}
+
 /**
- * Sends the request upstream, trying the primary model and then its fallbacks while the
- * upstream fails before the first byte, and relays the first usable answer.
+ * Sends the request upstream: per model (the primary, then its fallbacks), up to `maxTries`
+ * members of its pool, skipping members whose circuit is open, while the upstream fails before
+ * the first response byte (connection failure, first-byte timeout, a retryable status); then
+ * relays the first usable answer. Nothing reached the client before a retry, so a retry is
+ * invisible to it; once bytes went out, a failure ends the stream (PROVIDER_STREAM_INTERRUPTED).
  */
 export async function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl): Promise<void> {
   const res = reply.raw
@@ -123,99 +138,165 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     }
     const target = targetOf(ctx, ctx.model)
     const jobTarget = deps.jobs?.upstreamTarget(ctx) ?? null
-    const provider = jobTarget ? deps.upstreams.provider(jobTarget.provider) : deps.upstreams.pick(deps.upstreams.pool(target.poolName), deps.random())
-    if (res.destroyed) throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
-
+    const pool = jobTarget ? null : deps.upstreams.pool(target.poolName)
     const { body, filter } = withUsageRequested(ctx, upstreamBody(ctx, target.model))
     const contentType = ctx.body?.kind === 'multipart' ? ctx.body.contentType : ctx.body ? 'application/json' : undefined
-    const dispatchedAt = process.hrtime.bigint()
-    let upstream: Dispatcher.ResponseData
-    try {
-      upstream = await callUpstream(deps.upstreams.dispatcher, {
-        provider,
-        method: ctx.plan.method,
-        path: jobTarget ? provider.basePath + jobTarget.path : upstreamPath(ctx, provider, target.template, target.model),
-        headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
-        body
-      })
-    } catch (err) {
-      const mapped = mapUpstreamFailure(err, false)
-      req.log.warn({ provider: provider.name, code: mapped.code, cause: (err as Error)?.message }, 'upstream request failed')
-      if (FALLBACK_ON.has(mapped.code) && i < candidates.length - 1) { lastError = mapped; continue }
-      throw mapped
-    }
-    const headersAt = process.hrtime.bigint()
-
-    if (upstream.statusCode >= 500) {
-      upstream.body.resume()
-      req.log.warn({ provider: provider.name, status: upstream.statusCode }, 'upstream answered with a server error')
-      lastError = gatewayError('UPSTREAM_ERROR')
-      if (i < candidates.length - 1) continue
-      throw lastError
-    }
-
-    const answered = ctx.model
-    const contentTypeBack = String(upstream.headers['content-type'] ?? '')
-    const sse = ctx.plan.response === 'sse' || (ctx.plan.response === 'auto' && contentTypeBack.startsWith('text/event-stream'))
-    const answeredOk = upstream.statusCode < 400
-    const own: Record<string, string> = {
-      'x-request-id': ctx.requestId,
-      // An upstream refusal (4xx) is passed through and never billed.
-      'x-gateway-billed': billedHeader(answeredOk ? ctx.billing : 'NOT_BILLED')
-    }
-    if (answered) own['x-gateway-model'] = answered.id
-    if (answered && primary && answered.id !== primary.id) own['x-gateway-requested-model'] = primary.id
-    const overheadMs = ms(ctx.handledAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())
-    own['x-gateway-overhead-ms'] = overheadMs.toFixed(3)
-    if (deps.jobs?.answers(ctx)) {
-      const r = await deps.jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own, provider.allow), body: upstream.body, provider: provider.name, answered })
-      control.end({ kind: 'completed', httpStatus: upstream.statusCode, errorCode: null, answeredModel: answered, upstreamMs: ms(dispatchedAt, process.hrtime.bigint()), usage: r.usage, overheadMs, ...(r.job ? { job: r.job } : {}) })
+    // Bit k: member k of the pool was tried for this model.
+    let tried = 0
+    let attempts = 0
+    const maxTries = pool ? deps.retry.maxTries : 1
+    let modelError: GatewayError | null = null
+    while (attempts < maxTries) {
+      let provider: CompiledProvider
+      if (pool) {
+        const index = deps.upstreams.choose(pool, deps.random(), tried)
+        if (index === -1) break
+        tried |= 1 << index
+        provider = (pool.members[index] as CompiledPool['members'][number]).provider
+      } else {
+        provider = deps.upstreams.provider((jobTarget as { provider: string }).provider)
+      }
+      attempts++
+      if (res.destroyed) {
+        provider.health.released()
+        throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
+      }
+      const dispatchedAt = process.hrtime.bigint()
+      let upstream: Dispatcher.ResponseData
+      try {
+        upstream = await callUpstream(deps.upstreams.dispatcher, {
+          provider,
+          method: ctx.plan.method,
+          path: jobTarget ? provider.basePath + jobTarget.path : upstreamPath(ctx, provider, target.template, target.model),
+          headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
+          body
+        })
+      } catch (err) {
+        const mapped = mapUpstreamFailure(err, false)
+        req.log.warn({ provider: provider.name, code: mapped.code, cause: (err as Error)?.message }, 'upstream request failed')
+        if (countsAgainstMember(mapped.code)) provider.health.failed(Date.now(), mapped.code)
+        else provider.health.released()
+        modelError = mapped
+        // A connection failure or a first-byte timeout is tried on another member.
+        if (mapped.code === 'MODEL_UNAVAILABLE' || mapped.code === 'PROVIDER_TIMEOUT') continue
+        break
+      }
+      const status = upstream.statusCode
+      const statusError = status >= 400 ? upstreamStatusError(status, upstream.headers['retry-after']) : null
+      if (statusError !== null) {
+        // Read (and drop) a small error body so the connection is reused; a large one closes it.
+        upstream.body.dump({ limit: 65_536 }).catch(() => {})
+        if (unhealthyStatus(status)) provider.health.failed(Date.now(), `status ${status}`)
+        else provider.health.released()
+        req.log.warn({ provider: provider.name, status }, 'upstream answered with an error')
+        modelError = statusError
+        if (deps.retry.retryStatuses.has(status)) continue
+        break
+      }
+      provider.health.succeeded()
+      const jobAnswer = relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt)
+      if (jobAnswer !== undefined) await jobAnswer
       return
     }
-    const dropUsage = filter && answeredOk
-    const meter = answeredOk ? meterFor(ctx, answered, sse, upstream.statusCode, dropUsage) : null
-    let usage: Usage | null = null
-    const finalUsage = (): Usage | null => {
-      if (meter && !usage) usage = meter.finish()
-      return usage
+    if (modelError === null && pool) {
+      // No member could be tried: every circuit of the pool is open.
+      const waitS = Math.max(1, Math.ceil(deps.upstreams.soonestProbeMs(pool) / 1000))
+      modelError = gatewayError('MODEL_UNAVAILABLE', { retryAfterSeconds: waitS, detail: 'Every upstream of this model is failing; it is retried after a cool-down.' })
     }
-
-    const outcomeOf = (end: RelayEnd): Outcome => {
-      const { kind, errorCode } = relayOutcome(end)
-      return {
-        kind,
-        errorCode,
-        httpStatus: upstream.statusCode,
-        answeredModel: answered,
-        upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
-        usage: finalUsage(),
-        overheadMs,
-        ...(meter && (meter.jobId !== undefined || meter.jobStatus !== undefined) ? { job: { id: meter.jobId, status: meter.jobStatus } } : {})
-      }
-    }
-    reply.hijack()
-    relay({
-      res,
-      status: upstream.statusCode,
-      headers: clientResponseHeaders(upstream.headers, own, provider.allow),
-      body: upstream.body,
-      sse,
-      drainTimeoutMs: deps.drainTimeoutMs,
-      writeStallMs: deps.writeStallMs,
-      // Destroying the body aborts the upstream request (undici closes its connection).
-      abortUpstream: () => { upstream.body.destroy() },
-      // One walk meters and filters where the meter can; else the filter walks the stream apart.
-      ...(meter?.filter
-        ? { filter: meter.filter }
-        : { ...(meter ? { onChunk: meter.onChunk } : {}), ...(dropUsage ? { filter: createUsageEventFilter() } : {}) }),
-      // The error frame says what the settle will do with what was metered so far.
-      errorFrame: () => {
-        const billing = finalUsage() ? control.billingStatus({ ...outcomeOf('stream_interrupted'), httpStatus: 200 }) : 'NOT_BILLED'
-        return errorFrame(toOccurrence(gatewayError('PROVIDER_STREAM_INTERRUPTED'), ctx.requestId, deps.catalogue, billing), ctx.plan.envelope)
-      },
-      onEnd: (end: RelayEnd) => { control.end(outcomeOf(end)) }
-    })
-    return
+    lastError = modelError
+    if (lastError !== null && FALLBACK_ON.has(lastError.code) && i < candidates.length - 1) continue
+    break
   }
-  throw lastError ?? gatewayError('UPSTREAM_POOL_UNAVAILABLE')
+  throw lastError ?? gatewayError('MODEL_UNAVAILABLE')
+}
+
+/** The contract's error headers on a relayed upstream refusal (X-Request-ID and X-Gateway-Billed are set already). */
+function addErrorHeaders (own: Record<string, string>, catalogue: Catalogue, code: ErrorCode): void {
+  const entry = catalogue.get(code)
+  own['x-gateway-error-code'] = entry.code
+  own['x-gateway-error-reference'] = entry.reference
+  own.link = entry.link
+  own['content-language'] = catalogue.contentLanguage
+  own['cache-control'] = 'no-store'
+}
+
+/**
+ * Relays the upstream's answer (a success or a 4xx the client caused) and ends the request when
+ * it ends. Synchronous (no promise, positional arguments: nothing allocated on the way) except
+ * for a job's answer, whose promise it returns.
+ */
+function relayAnswer (
+  deps: ForwardDeps, ctx: RequestContext, reply: FastifyReply, control: ForwardControl,
+  upstream: Dispatcher.ResponseData, provider: CompiledProvider, primary: CompiledModel | null, filter: boolean, dispatchedAt: bigint
+): Promise<void> | undefined {
+  const res = reply.raw
+  const headersAt = process.hrtime.bigint()
+  const answered = ctx.model
+  const contentTypeBack = String(upstream.headers['content-type'] ?? '')
+  const sse = ctx.plan.response === 'sse' || (ctx.plan.response === 'auto' && contentTypeBack.startsWith('text/event-stream'))
+  const answeredOk = upstream.statusCode < 400
+  const own: Record<string, string> = {
+    'x-request-id': ctx.requestId,
+    // An upstream refusal (4xx) is passed through and never billed.
+    'x-gateway-billed': billedHeader(answeredOk ? ctx.billing : 'NOT_BILLED')
+  }
+  if (answered) own['x-gateway-model'] = answered.id
+  if (answered && primary && answered.id !== primary.id) own['x-gateway-requested-model'] = primary.id
+  const overheadMs = ms(ctx.handledAt, dispatchedAt) + ms(headersAt, process.hrtime.bigint())
+  own['x-gateway-overhead-ms'] = overheadMs.toFixed(3)
+  // A 4xx the client caused keeps the provider's body (its SDK parses it) and carries every
+  // error header of the contract, with the catalogue code it stands for.
+  const refusedAs = answeredOk ? null : clientErrorCode(upstream.statusCode)
+  if (refusedAs !== null) addErrorHeaders(own, deps.catalogue, refusedAs)
+  const jobs = deps.jobs
+  if (jobs?.answers(ctx)) {
+    return (async () => {
+      const r = await jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own, provider.allow), body: upstream.body, provider: provider.name, answered })
+      control.end({ kind: 'completed', httpStatus: upstream.statusCode, errorCode: null, answeredModel: answered, upstreamMs: ms(dispatchedAt, process.hrtime.bigint()), usage: r.usage, overheadMs, ...(r.job ? { job: r.job } : {}) })
+    })()
+  }
+  const dropUsage = filter && answeredOk
+  const meter = answeredOk ? meterFor(ctx, answered, sse, upstream.statusCode, dropUsage) : null
+  let usage: Usage | null = null
+  const finalUsage = (): Usage | null => {
+    if (meter && !usage) usage = meter.finish()
+    return usage
+  }
+
+  const outcomeOf = (end: RelayEnd): Outcome => {
+    const { kind, errorCode } = relayOutcome(end)
+    return {
+      kind,
+      errorCode: errorCode ?? refusedAs,
+      httpStatus: upstream.statusCode,
+      answeredModel: answered,
+      upstreamMs: ms(dispatchedAt, process.hrtime.bigint()),
+      usage: finalUsage(),
+      overheadMs,
+      ...(meter && (meter.jobId !== undefined || meter.jobStatus !== undefined) ? { job: { id: meter.jobId, status: meter.jobStatus } } : {})
+    }
+  }
+  reply.hijack()
+  relay({
+    res,
+    status: upstream.statusCode,
+    headers: clientResponseHeaders(upstream.headers, own, provider.allow),
+    body: upstream.body,
+    sse,
+    // By default a client that leaves cancels its upstream at once (billed for what was produced).
+    drainTimeoutMs: provider.drainOnDisconnect ? deps.drainTimeoutMs : 0,
+    writeStallMs: deps.writeStallMs,
+    // Destroying the body aborts the upstream request (undici closes its connection).
+    abortUpstream: () => { upstream.body.destroy() },
+    // One walk meters and filters where the meter can; else the filter walks the stream apart.
+    ...(meter?.filter
+      ? { filter: meter.filter }
+      : { ...(meter ? { onChunk: meter.onChunk } : {}), ...(dropUsage ? { filter: createUsageEventFilter() } : {}) }),
+    // The error frame says what the settle will do with what was metered so far.
+    errorFrame: () => {
+      const billing = finalUsage() ? control.billingStatus({ ...outcomeOf('stream_interrupted'), httpStatus: 200 }) : 'NOT_BILLED'
+      return errorFrame(toOccurrence(gatewayError('PROVIDER_STREAM_INTERRUPTED'), ctx.requestId, deps.catalogue, billing), ctx.plan.envelope)
+    },
+    onEnd: (end: RelayEnd) => { control.end(outcomeOf(end)) }
+  })
 }

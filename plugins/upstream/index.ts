@@ -5,6 +5,9 @@ import type { ModelCatalogue } from '../models/catalogue.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { forward, type ForwardDeps } from './forward-phase.js'
 import { compileUpstreams } from './providers.js'
+import type { UpstreamView } from './view.js'
+
+export { createUpstreamView, upstreamAdminRoutes, type UpstreamView, type UpstreamStatus } from './view.js'
 
 export interface UpstreamPluginOptions {
   config: GatewayConfig
@@ -13,6 +16,10 @@ export interface UpstreamPluginOptions {
   random?: () => number
   /** Asynchronous jobs: where a poll or download goes, and the answer of a create or poll. */
   jobs?: Jobs
+  /** Filled with a reader of the circuit state (admin API). */
+  view?: UpstreamView
+  /** Where a failed active health check is reported (never with credentials). */
+  onHealthCheckError?: (provider: string, err: unknown) => void
 }
 
 /**
@@ -31,10 +38,13 @@ export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
     drainTimeoutMs: config.server.drain_timeout_ms,
     writeStallMs: config.server.client_write_stall_ms,
     random: opts.random ?? Math.random,
+    retry: { maxTries: config.upstream.max_tries, retryStatuses: new Set(config.upstream.retry_statuses) },
     ...(opts.jobs ? { jobs: opts.jobs } : {})
   }
+  if (opts.view) opts.view.read = () => upstreams.status()
   return {
     name: 'upstream',
+    setup: () => { upstreams.startHealthChecks(opts.onHealthCheckError) },
     forward: async (ctx, req, reply, control) => { await forward(deps, ctx, req, reply, control) },
     close: async () => { await upstreams.close() }
   }

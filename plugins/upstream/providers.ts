@@ -1,6 +1,7 @@
 import { Agent, Pool, type Dispatcher } from 'undici'
 import type { GatewayConfig } from '../config/types.js'
 import { compileAllowLists, type ProviderAllowLists } from './allow-lists.js'
+import { MemberHealth, type MemberHealthView } from './health.js'
 
 export interface CompiledProvider {
   readonly name: string
@@ -10,8 +11,14 @@ export interface CompiledProvider {
   readonly headers: Readonly<Record<string, string>>
   readonly timeoutMs: number
   readonly bodyTimeoutMs: number
+  /** A streaming client that left: read on for usage (server.drain_timeout_ms) instead of cancelling. */
+  readonly drainOnDisconnect: boolean
+  /** Active health check path (base path included), or null for none. */
+  readonly healthCheckPath: string | null
   /** What may cross besides the body, both ways (compiled once). */
   readonly allow: ProviderAllowLists
+  /** Circuit breaker state of this provider (mutable; shared by every pool it is a member of). */
+  readonly health: MemberHealth
 }
 
 export interface CompiledPool {
@@ -27,13 +34,42 @@ export interface Upstreams {
   provider (name: string): CompiledProvider
   /** Weighted pick; `random` in [0, 1) is injected so tests can choose. */
   pick (pool: CompiledPool, random: number): CompiledProvider
+  /**
+   * Weighted pick among the members not in `tried` (bit i: member i was tried) whose circuit
+   * lets a request through; the index of the member, or -1 when none can be tried. Claims a
+   * half-open circuit's probe. Allocates nothing.
+   */
+  choose (pool: CompiledPool, random: number, tried: number): number
+  /** Milliseconds until the first open circuit of `pool` lets a probe through. */
+  soonestProbeMs (pool: CompiledPool): number
+  /** The circuit state of every provider, for the admin API. */
+  status (): UpstreamStatus
+  /** Starts the active health checks (when configured); stopped by close(). */
+  startHealthChecks (onError?: (provider: string, err: unknown) => void): void
   close (): Promise<void>
+}
+
+export interface UpstreamStatus {
+  providers: Array<{ name: string, origin: string, pools: string[] } & MemberHealthView>
+}
+
+/** Members past the 31st of a pool are never picked (the tried mask is a 31-bit number). */
+const MAX_MASKED_MEMBERS = 31
+
+/** True when `h` would let a request through now, without claiming anything. */
+function open (h: MemberHealth, now: number): boolean {
+  if (h.state === 'closed') return false
+  if (h.state === 'open') return now < h.openUntil
+  return h.probing
 }
 
 export function compileUpstreams (config: GatewayConfig): Upstreams {
   const providers = new Map<string, CompiledProvider>()
   // Several providers may share an origin (one mock upstream in tests): their pools add up.
   const connectionsByOrigin = new Map<string, number>()
+  const connectTimeoutByOrigin = new Map<string, number>()
+  const up = config.upstream ?? { max_tries: 2, retry_statuses: [], breaker_failures: 3, breaker_cooldown_ms: 10_000, health_check_interval_ms: 0 }
+  const breaker = Object.freeze({ failures: up.breaker_failures, cooldownMs: up.breaker_cooldown_ms })
   for (const [name, p] of Object.entries(config.providers)) {
     const url = new URL(p.base_url)
     providers.set(name, Object.freeze({
@@ -43,8 +79,13 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
       headers: Object.freeze(Object.fromEntries(Object.entries(p.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]))),
       timeoutMs: p.timeout_ms,
       bodyTimeoutMs: p.body_timeout_ms,
-      allow: compileAllowLists(p)
+      drainOnDisconnect: p.drain_on_disconnect === true,
+      healthCheckPath: p.health_check_path === undefined ? null : url.pathname.replace(/\/+$/, '') + p.health_check_path,
+      allow: compileAllowLists(p),
+      health: new MemberHealth(breaker)
     }))
+    const connect = p.connect_timeout_ms ?? 10_000
+    connectTimeoutByOrigin.set(url.origin, Math.min(connectTimeoutByOrigin.get(url.origin) ?? connect, connect))
     connectionsByOrigin.set(url.origin, (connectionsByOrigin.get(url.origin) ?? 0) + p.connections)
   }
   const pools = new Map<string, CompiledPool>()
@@ -62,9 +103,17 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
   const dispatcher = new Agent({
     factory: (origin: string | URL, opts: object) => {
       const key = typeof origin === 'string' ? new URL(origin).origin : origin.origin
-      return new Pool(origin, { ...opts, connections: connectionsByOrigin.get(key) ?? 64, pipelining: 1 })
+      return new Pool(origin, {
+        ...opts,
+        connections: connectionsByOrigin.get(key) ?? 64,
+        pipelining: 1,
+        connect: { timeout: connectTimeoutByOrigin.get(key) ?? 10_000 }
+      })
     }
   })
+  const poolsOf = (provider: string): string[] =>
+    [...pools.values()].filter((p) => p.members.some((m) => m.provider.name === provider)).map((p) => p.name)
+  let checkTimer: NodeJS.Timeout | undefined
 
   return {
     dispatcher,
@@ -88,6 +137,91 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
       if (!last) throw new Error(`pool ${pool.name} is empty`)
       return last.provider
     },
-    close: () => dispatcher.close()
+    choose (pool, random, tried) {
+      const members = pool.members
+      // One member, never tried, circuit closed: the common case costs two reads.
+      if (members.length === 1) {
+        const only = members[0] as CompiledPool['members'][number]
+        if ((tried & 1) !== 0 || only.weight <= 0) return -1
+        if (only.provider.health.state === 'closed') return 0
+        return only.provider.health.available(Date.now()) ? 0 : -1
+      }
+      const now = Date.now()
+      let total = 0
+      const n = Math.min(members.length, MAX_MASKED_MEMBERS)
+      for (let i = 0; i < n; i++) {
+        const m = members[i] as CompiledPool['members'][number]
+        if ((tried & (1 << i)) === 0 && m.weight > 0 && !open(m.provider.health, now)) total += m.weight
+      }
+      if (total <= 0) return -1
+      let target = random * total
+      let chosen = -1
+      for (let i = 0; i < n; i++) {
+        const m = members[i] as CompiledPool['members'][number]
+        if ((tried & (1 << i)) !== 0 || m.weight <= 0 || open(m.provider.health, now)) continue
+        chosen = i
+        target -= m.weight
+        if (target < 0) break
+      }
+      if (chosen === -1) return -1
+      return (members[chosen] as CompiledPool['members'][number]).provider.health.available(now) ? chosen : -1
+    },
+    soonestProbeMs (pool) {
+      const now = Date.now()
+      let soonest = Infinity
+      for (const m of pool.members) soonest = Math.min(soonest, m.provider.health.waitMs(now))
+      return soonest === Infinity ? 0 : soonest
+    },
+    status () {
+      const now = Date.now()
+      return {
+        providers: [...providers.values()].map((p) => ({ name: p.name, origin: p.origin, pools: poolsOf(p.name), ...p.health.view(now) }))
+      }
+    },
+    startHealthChecks (onError) {
+      const interval = up.health_check_interval_ms
+      const checked = [...providers.values()].filter((p) => p.healthCheckPath !== null)
+      if (interval <= 0 || checked.length === 0 || checkTimer) return
+      let running = false
+      const round = async (): Promise<void> => {
+        if (running) return
+        running = true
+        try {
+          await Promise.all(checked.map(async (p) => {
+            const at = Date.now()
+            try {
+              const res = await dispatcher.request({
+                origin: p.origin,
+                path: p.healthCheckPath as string,
+                method: 'GET',
+                headers: p.headers,
+                headersTimeout: p.timeoutMs,
+                bodyTimeout: p.bodyTimeoutMs
+              })
+              await res.body.dump()
+              const ok = res.statusCode < 500
+              p.health.lastCheckOk = ok
+              p.health.lastCheckAt = at
+              if (ok) p.health.succeeded()
+              else p.health.failed(at, `health check: status ${res.statusCode}`)
+            } catch (err) {
+              p.health.lastCheckOk = false
+              p.health.lastCheckAt = at
+              p.health.failed(at, `health check: ${(err as { code?: string }).code ?? 'unreachable'}`)
+              onError?.(p.name, err)
+            }
+          }))
+        } finally {
+          running = false
+        }
+      }
+      checkTimer = setInterval(() => { round().catch(() => {}) }, interval)
+      checkTimer.unref()
+    },
+    close: () => {
+      if (checkTimer) clearInterval(checkTimer)
+      checkTimer = undefined
+      return dispatcher.close()
+    }
   }
 }

@@ -29,7 +29,10 @@ export interface RelayOptions {
   headers: Record<string, string | string[]>
   body: Readable
   sse: boolean
-  /** How long a disconnected client's upstream is still read (for its usage) before it is aborted. */
+  /**
+   * How long a disconnected client's upstream is still read (for its usage) before it is
+   * aborted; 0 (the default of a provider): aborted at once, billed for what was read so far.
+   */
   drainTimeoutMs: number
   /**
    * How long the client may leave its socket full (read nothing) before it is cut and treated
@@ -54,8 +57,8 @@ export interface RelayOptions {
  * Streams the upstream body to the client chunk by chunk with back-pressure: one data handler
  * meters each chunk, filters it when needed and writes it, pausing the upstream while the
  * client's socket is full. A broken SSE stream ends with an error frame; a client that leaves
- * does not cancel the upstream at once, so the usage it reports can still be read, but only
- * for drainTimeoutMs.
+ * cancels the upstream at once (drainTimeoutMs 0), or, where the provider asks for the drain,
+ * the upstream is read on for the usage it reports, but only for drainTimeoutMs.
  *
  * The upstream, not the client, decides when the request ends: a client that keeps its socket
  * full for writeStallMs is cut and handled as one that left, so a paused upstream (whose body
@@ -90,6 +93,12 @@ export function relay (o: RelayOptions): void {
     clientGone = true
     waiting = false
     res.off('drain', resume)
+    if (o.drainTimeoutMs <= 0) {
+      // Cancelled now: the provider stops generating, and the meter has what was read.
+      finish(goneAs)
+      o.abortUpstream()
+      return
+    }
     body.resume()
     drainTimer = setTimeout(() => {
       o.abortUpstream()

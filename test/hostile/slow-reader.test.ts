@@ -22,6 +22,9 @@ function hostileConfig (stallMs: number): { file: string, remove: () => void, ra
     c.server.drain_timeout_ms = 5000
     c.wallet = { ...(c.wallet as Record<string, unknown>), hold_ttl_ms: HOLD_TTL_MS, reaper_interval_ms: 250 }
     providerOf(c, 'openai').connections = 2
+    // Billed in full: the cut client's upstream is read on for its usage (the default cancels
+    // it and bills what was read, estimated; see test/upstream-resilience.test.ts).
+    providerOf(c, 'openai').drain_on_disconnect = true
     // The hold covers the whole answer, so "billed in full" is the full price, not a capped one.
     modelOf(c, MODEL).max_output_tokens = 4_000_000
     raw = c
