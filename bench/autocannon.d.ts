@@ -5,6 +5,8 @@ declare module 'autocannon' {
     url: string
     connections?: number
     duration?: number
+    /** Total requests to send (instead of a duration). */
+    amount?: number
     pipelining?: number
     timeout?: number
     method?: string
