@@ -14,6 +14,7 @@ import { rewriteMultipartModel } from '../request/multipart-model.js'
 import { callUpstream, mapUpstreamFailure, upstreamRequestHeaders, type RequestHeaderFilter } from './forward.js'
 import type { CompiledProvider, Upstreams } from './providers.js'
 import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
+import { FirstByteDeadline } from './first-byte.js'
 import { relay, relayOutcome, type RelayEnd } from './relay.js'
 
 export interface ForwardDeps {
@@ -105,11 +106,30 @@ function targetOf (ctx: RequestContext, model: CompiledModel | null): Target {
  * upstream fails before the first byte, and relays the first usable answer.
  */
 export async function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl): Promise<void> {
-  const res = reply.raw
   const primary = ctx.model
   const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
-  let lastError: GatewayError | null = null
+  // The route's first-byte deadline (first_byte_timeout_ms), over every attempt; none when unset.
+  if (ctx.plan.firstByteTimeoutMs === undefined) return await attempts(deps, ctx, req, reply, control, primary, candidates, null)
+  const deadline = new FirstByteDeadline(ctx.plan.firstByteTimeoutMs)
+  try {
+    return await attempts(deps, ctx, req, reply, control, primary, candidates, deadline)
+  } catch (err) {
+    if (deadline.expired) {
+      req.log.warn({ code: 'REQUEST_TIMEOUT', timeoutMs: deadline.ms }, 'no first byte from the upstream in time; call cancelled')
+      throw gatewayError('REQUEST_TIMEOUT', { detail: `The upstream sent nothing within ${deadline.ms} ms.`, cause: err })
+    }
+    throw err
+  } finally {
+    deadline.clear()
+  }
+}
 
+async function attempts (
+  deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl,
+  primary: CompiledModel | null, candidates: Array<string | null>, deadline: FirstByteDeadline | null
+): Promise<void> {
+  const res = reply.raw
+  let lastError: GatewayError | null = null
   for (let i = 0; i < candidates.length; i++) {
     const id = candidates[i] ?? null
     if (i > 0 && id !== null) {
@@ -136,9 +156,11 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
         method: ctx.plan.method,
         path: jobTarget ? provider.basePath + jobTarget.path : upstreamPath(ctx, provider, target.template, target.model),
         headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
-        body
+        body,
+        ...(deadline !== null ? { signal: deadline.signal } : {})
       })
     } catch (err) {
+      if (deadline?.expired === true) throw err
       const mapped = mapUpstreamFailure(err, false)
       req.log.warn({ provider: provider.name, code: mapped.code, cause: (err as Error)?.message }, 'upstream request failed')
       if (FALLBACK_ON.has(mapped.code) && i < candidates.length - 1) { lastError = mapped; continue }
@@ -153,6 +175,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       if (i < candidates.length - 1) continue
       throw lastError
     }
+    // A usable answer began: the first-byte deadline no longer applies (it would cut the body).
+    deadline?.clear()
 
     const answered = ctx.model
     const contentTypeBack = String(upstream.headers['content-type'] ?? '')
