@@ -204,7 +204,7 @@ export class MultipartItemGuard {
 
   /** Keeps the last `n` bytes of `buf` (a copy, so the chunk itself is not retained). */
   private keep (buf: Buffer, n: number): void {
-    this.pending = n <= 0 ? Buffer.alloc(0) : Buffer.from(buf.subarray(buf.length - n))
+    this.pending = n <= 0 ? Buffer.alloc(0) : Buffer.from(buf.subarray(Math.max(0, buf.length - n)))
   }
 
   private startPart (block: string): void {
