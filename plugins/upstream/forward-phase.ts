@@ -105,18 +105,21 @@ function targetOf (ctx: RequestContext, model: CompiledModel | null): Target {
  * Sends the request upstream, trying the primary model and then its fallbacks while the
  * upstream fails before the first byte, and relays the first usable answer.
  */
-export async function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl): Promise<void> {
-  const primary = ctx.model
-  const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
+export function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl): Promise<void> {
   // The route's first-byte deadline (first_byte_timeout_ms), over every attempt; none when unset.
-  if (ctx.plan.firstByteTimeoutMs === undefined) return await attempts(deps, ctx, req, reply, control, primary, candidates, null)
-  const deadline = new FirstByteDeadline(ctx.plan.firstByteTimeoutMs)
+  const timeoutMs = ctx.plan.firstByteTimeoutMs
+  return timeoutMs === undefined ? attempts(deps, ctx, req, reply, control, null) : withDeadline(deps, ctx, req, reply, control, timeoutMs)
+}
+
+/** The attempts under a first-byte deadline: past it, the call in flight is aborted and the request ends with REQUEST_TIMEOUT. */
+async function withDeadline (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl, timeoutMs: number): Promise<void> {
+  const deadline = new FirstByteDeadline(timeoutMs)
   try {
-    return await attempts(deps, ctx, req, reply, control, primary, candidates, deadline)
+    await attempts(deps, ctx, req, reply, control, deadline)
   } catch (err) {
     if (deadline.expired) {
-      req.log.warn({ code: 'REQUEST_TIMEOUT', timeoutMs: deadline.ms }, 'no first byte from the upstream in time; call cancelled')
-      throw gatewayError('REQUEST_TIMEOUT', { detail: `The upstream sent nothing within ${deadline.ms} ms.`, cause: err })
+      req.log.warn({ code: 'REQUEST_TIMEOUT', timeoutMs }, 'no first byte from the upstream in time; call cancelled')
+      throw gatewayError('REQUEST_TIMEOUT', { detail: `The upstream sent nothing within ${timeoutMs} ms.`, cause: err })
     }
     throw err
   } finally {
@@ -124,11 +127,10 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
   }
 }
 
-async function attempts (
-  deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl,
-  primary: CompiledModel | null, candidates: Array<string | null>, deadline: FirstByteDeadline | null
-): Promise<void> {
+async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl, deadline: FirstByteDeadline | null): Promise<void> {
   const res = reply.raw
+  const primary = ctx.model
+  const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
   let lastError: GatewayError | null = null
   for (let i = 0; i < candidates.length; i++) {
     const id = candidates[i] ?? null
