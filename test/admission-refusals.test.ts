@@ -328,3 +328,26 @@ t.test('REQUEST_TIMEOUT: no first byte within first_byte_timeout_ms, each family
   await res.arrayBuffer()
   t.equal(res.status, 200, 'without the YAML value the slow answer is served')
 })
+
+t.test('on PostgreSQL too: one refusal per family and the first-byte timeout leave the wallet as it was', async (t) => {
+  const pg = await startTestGateway({ configFile: cfg.file, backend: 'pg' })
+  t.teardown(() => pg.close())
+  const rows: Array<{ family: Family, code: string, req: Req }> = [
+    { family: 'chat', code: 'REQUEST_CONTENT_BLOCKED', req: chat({}, 'forbidden-canary') },
+    { family: 'messages', code: 'MODEL_CONTEXT_EXCEEDED', req: messages({ max_tokens: 2999 }, 'x'.repeat(40)) },
+    { family: 'genai', code: 'REQUEST_CONTENT_TOO_LARGE', req: genai([{ inline_data: { mime_type: 'image/png', data: b64(2048) } }]) },
+    { family: 'genai', code: 'REQUEST_TIMEOUT', req: { ...genai(), headers: { 'x-mock-delay-ms': '3000' } } }
+  ]
+  for (const row of rows) {
+    pg.mock.reset()
+    const before = await ledgerState(pg)
+    const requestId = await expectRefusal(t, await send(pg, row.req), row.family, row.code, undefined)
+    const logged = await settledRow(pg, requestId)
+    t.equal(logged.errorCode, row.code, `${row.code}: request log row on PostgreSQL`)
+    t.equal(pg.mock.calls.length, row.code === 'REQUEST_TIMEOUT' ? 1 : 0, `${row.code}: upstream calls`)
+    const after = await ledgerState(pg)
+    t.equal(after.balance, before.balance, `${row.code}: balance unchanged`)
+    t.equal(after.held, before.held, `${row.code}: nothing more held`)
+    t.equal(after.openHolds, before.openHolds, `${row.code}: no hold left open`)
+  }
+})
