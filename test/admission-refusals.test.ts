@@ -83,6 +83,12 @@ const transcription = (file: Buffer, filename: string, contentType: string): Req
   return { path: '/v1/audio/transcriptions', raw: form.body, contentType: form.contentType }
 }
 
+const MP4 = Buffer.concat([Buffer.from('\x00\x00\x00\x18ftypisom', 'latin1'), Buffer.alloc(300, 2)])
+const edit = (file: Buffer, filename: string, contentType: string): Req => {
+  const form = multipartBody([{ name: 'model', value: 'openai/gpt-image-1-edit' }, { name: 'prompt', value: 'make it blue' }, { name: 'image', value: file, filename, contentType }])
+  return { path: '/v1/images/edits', raw: form.body, contentType: form.contentType }
+}
+
 interface Req { path: string, body?: unknown, raw?: Buffer, contentType?: string, headers?: Record<string, string> }
 interface Row { code: string, family: Family, what: string, req: Req, param?: string | null }
 
@@ -113,6 +119,8 @@ const TABLE: Row[] = [
   { code: 'MODEL_AUDIO_INPUT_UNSUPPORTED', family: 'chat', what: 'audio to a model without audio input', req: chat({}, [{ type: 'input_audio', input_audio: { data: b64(16), format: 'wav' } }], 'genai/gemini-text'), param: 'model' },
   { code: 'MODEL_AUDIO_INPUT_UNSUPPORTED', family: 'genai', what: 'audio to a model without audio input', req: genai([{ inline_data: { mime_type: 'audio/wav', data: b64(16) } }], {}, 'genai/gemini-text'), param: 'model' },
   { code: 'MODEL_VIDEO_INPUT_UNSUPPORTED', family: 'genai', what: 'video to a model without video input', req: genai([{ inline_data: { mime_type: 'video/mp4', data: b64(16) } }], {}, 'genai/gemini-text'), param: 'model' },
+  { code: 'MODEL_VIDEO_INPUT_UNSUPPORTED', family: 'chat', what: 'an uploaded video file to a model without video input (multipart)', req: edit(MP4, 'clip.mp4', 'video/mp4'), param: 'image' },
+  { code: 'MODEL_AUDIO_INPUT_UNSUPPORTED', family: 'chat', what: 'an uploaded audio file to a model without audio input (multipart)', req: edit(MP3, 'a.mp3', 'audio/mpeg'), param: 'image' },
   { code: 'MODEL_IMAGE_TO_VIDEO_UNSUPPORTED', family: 'genai', what: 'a start image to a text-to-video model', req: veo('genai/veo-text-only', { image }), param: 'image' },
   { code: 'MODEL_IMAGE_TO_VIDEO_UNSUPPORTED', family: 'chat', what: 'input_reference to a text-to-video model', req: { path: '/v1/videos', body: { model: 'openai/sora-2', prompt: 'a cat', input_reference: `data:image/png;base64,${b64(64)}` } }, param: 'image' },
   { code: 'MODEL_TEXT_TO_VIDEO_UNSUPPORTED', family: 'genai', what: 'no image to an image-to-video model', req: veo('genai/veo-image-only', {}), param: 'image' },
@@ -245,6 +253,8 @@ t.test('changing one YAML value changes the behaviour: a cap, a pattern, a capab
 t.test('accepted inputs pass the declared checks', async (t) => {
   const ok: Array<{ what: string, req: Req }> = [
     { what: 'an MP3 named .wav', req: transcription(MP3, 'speech.wav', 'audio/wav') },
+    { what: 'an MP4 recording (video/mp4) to a transcription model', req: transcription(MP4, 'meeting.mp4', 'video/mp4') },
+    { what: 'a PNG to an image-editing model (no vision needed)', req: edit(PNG, 'a.png', 'image/png') },
     { what: 'a WAV under the cap', req: transcription(wavFile(1000), 'a.wav', 'audio/wav') },
     { what: 'an inline image under the cap', req: chat({}, [{ type: 'image_url', image_url: { url: `data:image/png;base64,${b64(512)}` } }]) },
     { what: 'a declared tier and an in-range temperature', req: chat({ service_tier: 'default', temperature: 0.7, reasoning_effort: 'low' }) },
