@@ -78,6 +78,14 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_REQUIRES_TOPUP: { reference: 'GW-MODEL-3018', status: 403, retryable: false, strategy: 'TOP_UP' },
   MODEL_RETIRED: { reference: 'GW-MODEL-3019', status: 410, retryable: false, strategy: 'NONE' },
   MODEL_VIDEO_INPUT_UNSUPPORTED: { reference: 'GW-MODEL-3020', status: 400, retryable: false, strategy: 'NONE' },
+  REQUEST_CONTENT_BLOCKED: { reference: 'GW-REQUEST-2013', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_IMAGE_TO_VIDEO_UNSUPPORTED: { reference: 'GW-MODEL-3008', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_TEXT_TO_VIDEO_UNSUPPORTED: { reference: 'GW-MODEL-3009', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_LAST_FRAME_UNSUPPORTED: { reference: 'GW-MODEL-3010', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_REFERENCE_IMAGE_UNSUPPORTED: { reference: 'GW-MODEL-3011', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_FIRST_FRAME_REQUIRED: { reference: 'GW-MODEL-3012', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_SERVICE_TIER_UNAVAILABLE: { reference: 'GW-MODEL-3013', status: 400, retryable: false, strategy: 'NONE' },
+  MODEL_CONTEXT_EXCEEDED: { reference: 'GW-MODEL-3017', status: 400, retryable: false, strategy: 'NONE' },
   LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
   LIMIT_IMAGE_PLATFORM_PAUSED: { reference: 'GW-LIMIT-4005', status: 503, retryable: true, strategy: 'WAIT' },
   // Produced by the admin failure throttle; Retry-After is the rest of its window (60 s here).
@@ -150,6 +158,19 @@ const strictConfig = writeTestConfig((c) => {
   providerOf(c, 'anthropic').timeout_ms = 300
   const flash = modelOf(c, 'genai/gemini-2.5-flash')
   c.models.push({ ...flash, id: 'genai/gemini-text', upstream_model: 'gemini-text-001', capabilities: [], fallbacks: [] })
+  // Declarations of the admission concern (plugins/admission), on copies so the models above keep their behaviour.
+  const veo = modelOf(c, 'genai/veo-3')
+  c.models.push({ ...veo, id: 'genai/veo-declared', video_generation: { last_frame: false, reference_images: false } })
+  c.models.push({ ...veo, id: 'genai/veo-image-required', video_generation: { text_to_video: false } })
+  c.models.push({ ...veo, id: 'genai/veo-no-image', video_generation: { image_to_video: false } })
+  c.models.push({
+    ...modelOf(c, 'openai/gpt-4o'),
+    id: 'openai/gpt-4o-declared',
+    fallbacks: [],
+    service_tiers: ['default'],
+    context_window: 1000,
+    content_policy: [{ name: 'contract-rule', terms: ['contract-canary'] }]
+  })
   // The default config pauses no model (the generative-content video model ships active).
   modelOf(c, 'genai/veo-3').status = 'paused'
   // The default Claude models lower a max_tokens above their range (cap_output_tokens); this one refuses it.
@@ -1125,6 +1146,21 @@ function sources (dir: string): string[] {
     return d.name.endsWith('.ts') ? [p] : []
   })
 }
+
+t.test('refusals a model declares in the catalogue (plugins/admission): before the hold, in the family envelope', async (t) => {
+  const veoUrl = (model: string): string => `${strict.url}/genai/v1beta/models/${encodeURIComponent(model)}:predictLongRunning`
+  const image = { bytesBase64Encoded: 'iVBORw0KGgo=', mimeType: 'image/png' }
+  const veoBody = (instance: Record<string, unknown>): string => JSON.stringify({ instances: [{ prompt: 'a cat', ...instance }], parameters: {} })
+  await expectError(t, await post(`${strict.url}/v1/chat/completions`, chatBody('openai/gpt-4o-declared', 'say contract-canary')), 'chat', 'REQUEST_CONTENT_BLOCKED')
+  await expectError(t, await post(`${strict.url}/v1/chat/completions`, chatBody('openai/gpt-4o-declared', 'hi', { service_tier: 'flex' })), 'chat', 'MODEL_SERVICE_TIER_UNAVAILABLE', 'service_tier')
+  await expectError(t, await post(`${strict.url}/v1/chat/completions`, chatBody('openai/gpt-4o-declared', 'hi', { max_tokens: 1000 })), 'chat', 'MODEL_CONTEXT_EXCEEDED', 'messages')
+  await expectError(t, await post(veoUrl('genai/veo-no-image'), veoBody({ image })), 'genai', 'MODEL_IMAGE_TO_VIDEO_UNSUPPORTED')
+  await expectError(t, await post(veoUrl('genai/veo-image-required'), veoBody({})), 'genai', 'MODEL_TEXT_TO_VIDEO_UNSUPPORTED')
+  await expectError(t, await post(veoUrl('genai/veo-declared'), veoBody({ image, lastFrame: image })), 'genai', 'MODEL_LAST_FRAME_UNSUPPORTED')
+  await expectError(t, await post(veoUrl('genai/veo-declared'), veoBody({ lastFrame: image })), 'genai', 'MODEL_FIRST_FRAME_REQUIRED')
+  await expectError(t, await post(veoUrl('genai/veo-declared'), veoBody({ referenceImages: [{ image }] })), 'genai', 'MODEL_REFERENCE_IMAGE_UNSUPPORTED')
+  t.equal(gw.mock.calls.length, 0, 'none of them reached the upstream')
+})
 
 t.test('parity: the code and the error catalogue', async (t) => {
   const codes = new Set(CATALOGUE.catalogue.map((e) => e.code))

@@ -2,6 +2,7 @@
 // entries, fallback graphs. Pure: config in, problems (with config paths) out; the loader
 // turns paths into YAML lines. Written to tolerate a config that failed the schema, since
 // the loader still runs it then to report every problem at once.
+import { checkAdmission } from '../admission/check.js'
 import { checkOperations } from '../operations/check.js'
 import { compilePrice, PriceConfigError } from '../pricing/compile.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
@@ -19,7 +20,8 @@ export function crossCheck (config: GatewayConfig): CrossProblem[] {
     ...checkLimits(config),
     ...checkErrors(config),
     ...checkJobs(config),
-    ...checkForwarding(config)
+    ...checkForwarding(config),
+    ...checkAdmission(config)
   ]
 }
 

@@ -72,6 +72,56 @@ export interface RouteConfig {
   job?: JobRole
   /** Where a route that names no model goes (job polls): a pool and an upstream path. */
   upstream?: { pool: string; path: string }
+  /** Caps of items inside a JSON or multipart body (REQUEST_CONTENT_TOO_LARGE); see docs/refusals.md. */
+  content_limits?: ContentLimitsConfig
+  /** Formats (magic bytes) each multipart file field accepts, by field: format names or kinds (REQUEST_MEDIA_TYPE_UNSUPPORTED). */
+  file_formats?: Record<string, string[]>
+  /** Content policy rules applied to the text of every request on this route (REQUEST_CONTENT_BLOCKED). */
+  content_policy?: ContentRuleConfig[]
+  /** Longest wait for the upstream's first byte (its response headers), ms, before REQUEST_TIMEOUT (408); unset: none. */
+  first_byte_timeout_ms?: number
+}
+
+/** Per-item caps of one route (each optional: absent means unchecked). */
+export interface ContentLimitsConfig {
+  /** Decoded bytes of one inline base64 image in a JSON body (data URL, inline_data, base64 source). */
+  inline_image_bytes?: number
+  /** Decoded bytes of one inline base64 video in a JSON body. */
+  inline_video_bytes?: number
+  /** Characters (code points) of the prompt text of the whole request. */
+  prompt_chars?: number
+}
+
+/** One named content-policy rule: case-insensitive terms and/or regular expressions, compiled at load. */
+export interface ContentRuleConfig {
+  /** Name logged when the rule refuses a request (the content never is). */
+  name: string
+  /** Blocked terms, matched case-insensitively anywhere in a text part. */
+  terms?: string[]
+  /** Blocked patterns, JavaScript regular expressions (flag `i` applied), compiled once at load. */
+  patterns?: string[]
+}
+
+/** Range or allowed values of one body parameter a model accepts. */
+export interface ParameterRuleConfig {
+  /** Smallest accepted number. */
+  min?: number
+  /** Largest accepted number. */
+  max?: number
+  /** The only accepted values (strings, numbers or booleans). */
+  values?: Array<string | number | boolean>
+}
+
+/** Which inputs a video-generation model accepts; an absent key is accepted. */
+export interface VideoGenerationConfig {
+  /** A prompt without a start image (false: MODEL_TEXT_TO_VIDEO_UNSUPPORTED). */
+  text_to_video?: boolean
+  /** A start (first-frame) image (false: MODEL_IMAGE_TO_VIDEO_UNSUPPORTED). */
+  image_to_video?: boolean
+  /** A last-frame image (false: MODEL_LAST_FRAME_UNSUPPORTED); never without a first frame (MODEL_FIRST_FRAME_REQUIRED). */
+  last_frame?: boolean
+  /** Reference images (false: MODEL_REFERENCE_IMAGE_UNSUPPORTED). */
+  reference_images?: boolean
 }
 
 export type MeterKind = 'tokens' | 'images' | 'transcription' | 'speech' | 'call' | 'job' | 'job_poll' | 'none'
@@ -209,6 +259,16 @@ export interface ModelConfig {
   /** Most images one request may ask for (default 10); more is MODEL_PARAMETER_UNSUPPORTED. */
   max_images?: number
   requires_topup?: boolean
+  /** Context window in tokens: estimated input plus requested output above it is MODEL_CONTEXT_EXCEEDED. */
+  context_window?: number
+  /** Service tiers the model serves; a `service_tier` outside the list is MODEL_SERVICE_TIER_UNAVAILABLE. */
+  service_tiers?: string[]
+  /** Ranges or values of body parameters (dotted paths), MODEL_PARAMETER_UNSUPPORTED outside them. */
+  parameters?: Record<string, ParameterRuleConfig>
+  /** The video-generation input matrix (only checked when declared). */
+  video_generation?: VideoGenerationConfig
+  /** Content policy rules applied to the text of every request for this model (REQUEST_CONTENT_BLOCKED). */
+  content_policy?: ContentRuleConfig[]
 }
 
 export interface TierConfig {

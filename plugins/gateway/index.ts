@@ -2,6 +2,7 @@
 // (plugins/pipeline) runs their phases and knows none of them; a new concern is a folder that
 // exports a GatewayPlugin plus one line in `gatewayPlugins` below.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { admissionPlugin } from '../admission/index.js'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
@@ -69,6 +70,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     limitsPlugin({ server: config.server, limits: config.limits, clock, redis: services.limitsRedis, log: parts.log }),
     jobsPlugin(jobs, { watch: config.jobs.watcher.enabled }),
     operationsPlugin(),
+    // After the model is known, before the hold: refusals the request earns by itself.
+    admissionPlugin(config, models),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotencyPlugin({ store: store.idempotency }),
     walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log }),

@@ -1,4 +1,6 @@
+import { sniffFormat } from '../admission/magic.js'
 import { gatewayError } from '../errors/index.js'
+import type { MultipartFile } from '../request/multipart.js'
 import type { CompiledModel } from './catalogue.js'
 
 export interface InputModalities { image: boolean, video: boolean, audio: boolean }
@@ -75,4 +77,22 @@ export function checkCapabilities (model: CompiledModel, op: CapabilityOperation
   }
   if (found.image && !model.capabilities.has('vision')) throw gatewayError('MODEL_VISION_UNSUPPORTED', { param: 'model' })
   if (found.audio && !model.capabilities.has('audio_input')) throw gatewayError('MODEL_AUDIO_INPUT_UNSUPPORTED', { param: 'model' })
+}
+
+/**
+ * The same capabilities for uploaded files, by each part's declared type: a `video/*` file needs
+ * `video_input`, an `audio/*` file `audio_input`. A model that takes audio also takes a video
+ * container whose bytes can carry audio (MP4, WebM: a transcription of a recording). Image
+ * files are not checked: editing models take images as their operand, not as vision input.
+ */
+export function checkFileCapabilities (model: CompiledModel, files: readonly MultipartFile[]): void {
+  for (const file of files) {
+    const declared = mimeKind(file.mimeType)
+    if (declared === 'video' && !model.capabilities.has('video_input')) {
+      const format = sniffFormat(file.head)
+      const audioContainer = format !== null && format.kinds.includes('audio')
+      if (!(audioContainer && model.capabilities.has('audio_input'))) throw gatewayError('MODEL_VIDEO_INPUT_UNSUPPORTED', { param: file.field })
+    }
+    if (declared === 'audio' && !model.capabilities.has('audio_input')) throw gatewayError('MODEL_AUDIO_INPUT_UNSUPPORTED', { param: file.field })
+  }
 }

@@ -1,5 +1,5 @@
 import type { GatewayPlugin } from '../pipeline/plugin.js'
-import { checkCapabilities } from './capabilities.js'
+import { checkCapabilities, checkFileCapabilities } from './capabilities.js'
 import type { ModelCatalogue } from './catalogue.js'
 import { modelFromBody, modelFromPath } from './model-id.js'
 
@@ -21,6 +21,7 @@ export function modelsPlugin (models: ModelCatalogue): GatewayPlugin {
         ctx.model = models.resolve(id, ctx.plan.operation)
       }
       if (ctx.body?.kind === 'json') checkCapabilities(ctx.model, ctx.plan.op, ctx.body.json)
+      else if (ctx.body?.kind === 'multipart') checkFileCapabilities(ctx.model, ctx.body.summary.files)
     }
   }
 }

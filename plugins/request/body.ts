@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ServerConfig } from '../config/types.js'
-import { gatewayError } from '../errors/index.js'
+import { gatewayError, type GatewayError } from '../errors/index.js'
 import type { CompiledRoutes } from '../routes/compile.js'
-import { JsonDepthGuard, MultipartPartCounter } from './body-guards.js'
+import { BothGuards, JsonDepthGuard, MultipartItemGuard, MultipartPartCounter } from './body-guards.js'
 import { boundaryOf, MultipartLimitError, summariseMultipart, type MultipartLimits, type MultipartSummary } from './multipart.js'
 import { findModelPart } from './multipart-model.js'
 import { BodyDeadlines, readBody } from './read-body.js'
@@ -101,12 +101,23 @@ export function registerBodyParsers (app: FastifyInstance, opts: BodyOptions): v
       done(gatewayError('REQUEST_INVALID', { detail: 'The multipart body is malformed.' }), undefined)
       return
     }
+    const counter = new MultipartPartCounter(boundary, opts.multipart.parts)
+    const tooManyParts = (): GatewayError => gatewayError('REQUEST_TOO_LARGE', { closeConnection: true, detail: `The multipart body has more than ${opts.multipart.parts} parts.` })
+    // The route's per-file caps (item_limits) are checked while the body arrives: an over-cap
+    // upload is refused without reading the rest of it.
+    const caps = req.gatewayContext?.plan.itemLimits
+    const items = caps !== undefined && Object.keys(caps).length > 0 ? new MultipartItemGuard(boundary, caps) : null
+    const both = items === null ? null : new BothGuards(counter, items)
     readBody(payload, contentLength(req), {
       limit: limitsOfRequest(opts, req).multipart,
-      guard: {
-        check: new MultipartPartCounter(boundary, opts.multipart.parts),
-        error: () => gatewayError('REQUEST_TOO_LARGE', { closeConnection: true, detail: `The multipart body has more than ${opts.multipart.parts} parts.` })
-      }
+      guard: both === null || items === null
+        ? { check: counter, error: tooManyParts }
+        : {
+            check: both,
+            error: () => both.failed === 2
+              ? gatewayError('REQUEST_CONTENT_TOO_LARGE', { param: items.field, closeConnection: true, detail: `The ${items.field} file is larger than ${caps?.[items.field] ?? 0} bytes.` })
+              : tooManyParts()
+          }
     }, deadlines).then((buf) => summariseMultipart(buf, contentType, opts.multipart).then(
       (summary) => {
         // An ambiguous model field is refused here, before any hold or the upstream.

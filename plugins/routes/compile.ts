@@ -23,6 +23,8 @@ export interface RoutePlan {
   readonly bodyLimitBytes: number | undefined
   /** Body parameters that ask for deferred work (refused unless a job route). */
   readonly deferredParams: readonly string[]
+  /** Longest wait for the upstream's first byte before REQUEST_TIMEOUT (`first_byte_timeout_ms`); undefined: none. */
+  readonly firstByteTimeoutMs: number | undefined
 }
 
 /** One Fastify route: either a plain path with one plan, or a wildcard that dispatches on the rest of the URL. */
@@ -78,7 +80,8 @@ export function compileRoutes (config: GatewayConfig, operations: CompiledOperat
       upstream: r.upstream,
       modelInPath: r.path.includes('{model}'),
       bodyLimitBytes: r.body_limit_bytes,
-      deferredParams: Object.freeze([...(r.deferred_params ?? [])])
+      deferredParams: Object.freeze([...(r.deferred_params ?? [])]),
+      firstByteTimeoutMs: r.first_byte_timeout_ms
     })
     plans.push(plan)
     for (const path of [r.path, ...(r.aliases ?? [])]) {

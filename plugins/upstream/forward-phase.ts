@@ -17,6 +17,7 @@ import {
 } from './forward.js'
 import type { CompiledPool, CompiledProvider, Upstreams } from './providers.js'
 import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
+import { FirstByteDeadline } from './first-byte.js'
 import { relay, relayOutcome, type RelayEnd } from './relay.js'
 
 export interface ForwardDeps {
@@ -119,12 +120,33 @@ export interface RetryPolicy {
  * relays the first usable answer. Nothing reached the client before a retry, so a retry is
  * invisible to it; once bytes went out, a failure ends the stream (PROVIDER_STREAM_INTERRUPTED).
  */
-export async function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl): Promise<void> {
+export function forward (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl): Promise<void> {
+  // The route's first-byte deadline (first_byte_timeout_ms), over every attempt; none when unset.
+  const timeoutMs = ctx.plan.firstByteTimeoutMs
+  return timeoutMs === undefined ? attempts(deps, ctx, req, reply, control, null) : withDeadline(deps, ctx, req, reply, control, timeoutMs)
+}
+
+/** The attempts under a first-byte deadline: past it, the call in flight is aborted and the request ends with REQUEST_TIMEOUT. */
+async function withDeadline (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl, timeoutMs: number): Promise<void> {
+  const deadline = new FirstByteDeadline(timeoutMs)
+  try {
+    await attempts(deps, ctx, req, reply, control, deadline)
+  } catch (err) {
+    if (deadline.expired) {
+      req.log.warn({ code: 'REQUEST_TIMEOUT', timeoutMs }, 'no first byte from the upstream in time; call cancelled')
+      throw gatewayError('REQUEST_TIMEOUT', { detail: `The upstream sent nothing within ${timeoutMs} ms.`, cause: err })
+    }
+    throw err
+  } finally {
+    deadline.clear()
+  }
+}
+
+async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl, deadline: FirstByteDeadline | null): Promise<void> {
   const res = reply.raw
   const primary = ctx.model
   const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
   let lastError: GatewayError | null = null
-
   for (let i = 0; i < candidates.length; i++) {
     const id = candidates[i] ?? null
     if (i > 0 && id !== null) {
@@ -143,10 +165,10 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
     const contentType = ctx.body?.kind === 'multipart' ? ctx.body.contentType : ctx.body ? 'application/json' : undefined
     // Bit k: member k of the pool was tried for this model.
     let tried = 0
-    let attempts = 0
+    let tries = 0
     const maxTries = pool ? deps.retry.maxTries : 1
     let modelError: GatewayError | null = null
-    while (attempts < maxTries) {
+    while (tries < maxTries) {
       let provider: CompiledProvider
       if (pool) {
         const index = deps.upstreams.choose(pool, deps.random(), tried)
@@ -156,7 +178,7 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
       } else {
         provider = deps.upstreams.provider((jobTarget as { provider: string }).provider)
       }
-      attempts++
+      tries++
       if (res.destroyed) {
         provider.health.released()
         throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
@@ -169,9 +191,15 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
           method: ctx.plan.method,
           path: jobTarget ? provider.basePath + jobTarget.path : upstreamPath(ctx, provider, target.template, target.model),
           headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
-          body
+          body,
+          ...(deadline !== null ? { signal: deadline.signal } : {})
         })
       } catch (err) {
+        // Past the route's first-byte deadline: no other member is tried (see withDeadline).
+        if (deadline?.expired === true) {
+          provider.health.released()
+          throw err
+        }
         const mapped = mapUpstreamFailure(err, false)
         req.log.warn({ provider: provider.name, code: mapped.code, cause: (err as Error)?.message }, 'upstream request failed')
         if (countsAgainstMember(mapped.code)) provider.health.failed(Date.now(), mapped.code)
@@ -194,6 +222,8 @@ export async function forward (deps: ForwardDeps, ctx: RequestContext, req: Fast
         break
       }
       provider.health.succeeded()
+      // A usable answer began: the first-byte deadline no longer applies (it would cut the body).
+      deadline?.clear()
       const jobAnswer = relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt)
       if (jobAnswer !== undefined) await jobAnswer
       return

@@ -97,6 +97,8 @@ export interface UpstreamCall {
   path: string
   headers: Record<string, string | string[]>
   body: Buffer | undefined
+  /** Cancels the call (the route's first-byte deadline). */
+  signal?: AbortSignal
 }
 
 export async function callUpstream (dispatcher: Dispatcher, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
@@ -107,6 +109,7 @@ export async function callUpstream (dispatcher: Dispatcher, call: UpstreamCall):
     headers: call.headers,
     body: call.body,
     headersTimeout: call.provider.timeoutMs,
-    bodyTimeout: call.provider.bodyTimeoutMs
+    bodyTimeout: call.provider.bodyTimeoutMs,
+    ...(call.signal ? { signal: call.signal } : {})
   })
 }
