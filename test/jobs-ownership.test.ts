@@ -26,6 +26,35 @@ function shapeOf (r: { status: number, body: string }): unknown {
 }
 
 for (const backend of ['sqlite', 'pg'] as Backend[]) {
+  t.test(`a provider that answers a job id it already gave is refused, not a 500, and nothing stays held (${backend})`, async (t) => {
+    const gw = await startTestGateway({ backend })
+    t.teardown(() => gw.close())
+    const first = await createVideo(gw)
+    const before = await ledgerState(gw)
+    t.equal(before.openHolds, 1, 'the first job holds its price')
+    // The mock forgets its jobs and numbers them from the start again: the next id is the first one's.
+    gw.mock.reset()
+    const res = await fetch(`${gw.url}/v1/videos`, {
+      method: 'POST',
+      headers: { ...gw.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'openai/sora-2', prompt: 'a lighthouse at dusk', seconds: '4' })
+    })
+    const body = await res.json() as ErrorBody
+    t.equal(gw.mock.calls.length, 1, 'the create reached the provider')
+    t.equal(res.status, 502, 'answered as an upstream error')
+    t.equal(body.error.code, 'UPSTREAM_ERROR')
+    t.equal(res.headers.get('x-gateway-error-code'), 'UPSTREAM_ERROR')
+    await gw.services.requestLog.flush()
+    const after = await ledgerState(gw)
+    t.equal(after.openHolds, 1, "only the first job's hold is open: the refused create's was released")
+    t.equal(after.balance, before.balance, 'nothing billed')
+    t.equal(after.charges.length, 0, 'no charge')
+    const poll = await rawGet(gw, `/v1/videos/${first.id}`, gw.auth)
+    t.equal(poll.status, 200, 'the first job is still its own')
+  })
+}
+
+for (const backend of ['sqlite', 'pg'] as Backend[]) {
   t.test(`jobs are owned by their account (${backend})`, async (t) => {
     const gw = await startTestGateway({ backend })
     t.teardown(() => gw.close())

@@ -45,8 +45,10 @@ for (const backend of testBackends()) {
       const job = newJob('acct_a', clock.now())
       await jobs.create(job)
       await t.rejects(jobs.create({ ...newJob('acct_a', clock.now()), holdId: job.holdId }), 'same hold')
-      await t.rejects(jobs.create({ ...newJob('acct_a', clock.now()), upstreamId: job.upstreamId }), 'same upstream job at the same provider')
-      await t.resolves(jobs.create({ ...newJob('acct_a', clock.now()), upstreamId: job.upstreamId, provider: 'other' }), 'same upstream id at another provider')
+      const again = newJob('acct_a', clock.now())
+      t.equal(await jobs.create({ ...again, upstreamId: job.upstreamId }), false, 'same upstream job at the same provider: not recorded')
+      t.equal(await jobs.getOwned(again.id, 'acct_a'), null, 'and nothing stored for it')
+      t.equal(await jobs.create({ ...newJob('acct_a', clock.now()), upstreamId: job.upstreamId, provider: 'other' }), true, 'same upstream id at another provider')
     })
 
     t.test('finish moves a pending job once', async (t) => {

@@ -102,7 +102,11 @@ async function answerCreate (deps: JobAnswerDeps, input: JobAnswerInput, answer:
     createdAt: now,
     nextCheckAt: new Date(now.getTime() + deps.firstCheckMs)
   }
-  await deps.jobs.create(job)
+  // A provider that answers an id it already gave (for another request) cannot be polled for
+  // this one: refused like an unusable answer, so the hold is released and nothing is billed.
+  if (!await deps.jobs.create(job)) {
+    throw gatewayError('UPSTREAM_ERROR', { detail: 'The provider answered with a job id it had already given to another request.' })
+  }
   await deps.onCreated?.(ctx, job)
   const status = observe(kind, answer).status ?? undefined
   send(input, input.status, Buffer.from(JSON.stringify(withGatewayId(kind, answer, id))), true)

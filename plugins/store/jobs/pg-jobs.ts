@@ -46,11 +46,12 @@ function toRecord (r: Row): JobRecord {
 export function createPgJobStore (pool: Pool): JobStore {
   return {
     async create (j) {
-      await pool.query(
+      const r = await pool.query(
         `INSERT INTO jobs (id, kind, upstream_id, account_id, key_id, model_id, provider, price, hold_id, request_id, next_check_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (provider, kind, upstream_id) DO NOTHING`,
         [j.id, j.kind, j.upstreamId, j.accountId, j.keyId, j.modelId, j.provider, j.price.toString(), j.holdId, j.requestId, j.nextCheckAt, j.createdAt]
       )
+      return r.rowCount === 1
     },
     async getOwned (id, accountId) {
       const r = await pool.query<Row>('SELECT * FROM jobs WHERE id = $1 AND account_id = $2', [id, accountId])

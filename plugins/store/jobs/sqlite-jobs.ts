@@ -48,7 +48,7 @@ function toRecord (r: Row): JobRecord {
 /** SQLite has one writer at a time, so an UPDATE … RETURNING over the due rows is the claim. */
 export function createSqliteJobStore (db: Database): JobStore {
   const insert = db.prepare(`INSERT INTO jobs (id, kind, upstream_id, account_id, key_id, model_id, provider, price, hold_id, request_id, next_check_at, created_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, kind, upstream_id) DO NOTHING`)
   const owned = db.prepare('SELECT * FROM jobs WHERE id = ? AND account_id = ?')
   const finish = db.prepare(`UPDATE jobs SET state = ?, upstream_status = coalesce(?, upstream_status), finished_at = ?, claimed_until = NULL
     WHERE id = ? AND state = 'pending' RETURNING *`)
@@ -60,7 +60,7 @@ export function createSqliteJobStore (db: Database): JobStore {
     WHERE id = ? AND state = 'pending'`)
   return {
     async create (j) {
-      insert.run(j.id, j.kind, j.upstreamId, j.accountId, j.keyId, j.modelId, j.provider, j.price, j.holdId, j.requestId, j.nextCheckAt.getTime(), j.createdAt.getTime())
+      return insert.run(j.id, j.kind, j.upstreamId, j.accountId, j.keyId, j.modelId, j.provider, j.price, j.holdId, j.requestId, j.nextCheckAt.getTime(), j.createdAt.getTime()).changes === 1
     },
     async getOwned (id, accountId) {
       const row = owned.get(id, accountId) as Row | undefined

@@ -39,8 +39,11 @@ export interface JobRecord extends NewJob {
 }
 
 export interface JobStore {
-  /** Records an accepted job. A second job with the same id, hold or upstream id throws. */
-  create (job: NewJob): Promise<void>
+  /**
+   * Records an accepted job; false (nothing recorded) when the provider's id is already
+   * recorded for that provider and kind. A second job with the same id or hold throws.
+   */
+  create (job: NewJob): Promise<boolean>
   /** The job, only when `accountId` owns it: another account's job reads as absent. */
   getOwned (id: string, accountId: string): Promise<JobRecord | null>
   /**
