@@ -4,6 +4,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
+import { CONSOLE_PREFIX, consolePlugin } from '../console/index.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
 import { limitsPlugin } from '../limits/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
@@ -105,4 +106,8 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     }
   }
   await app.register(pipelineHost, { config, plugins: [lifecycle, ...plugins], ...(opts.stats ? { stats: opts.stats } : {}) })
+  // The account console is no phase of a model request: its own routes, on the same store.
+  if (config.console.enabled) {
+    await app.register(consolePlugin, { prefix: CONSOLE_PREFIX, config, store: services.store, clock: services.clock })
+  }
 }
