@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
 import { writeTestConfig } from './helpers/test-config.js'
 import { ManualClock } from './helpers/store.js'
-import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail, type ConsoleClient } from './helpers/console.js'
+import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './helpers/console.js'
 
 const ADMIN_TOKEN = 'console-admin-token-0123456789abcdef'
 
@@ -27,7 +27,9 @@ t.teardown(configFile.remove)
 
 interface ErrorBody { error: { code: string, param: string | null, message: string, request_id: string, reference: string } }
 
-async function expectCode (t: Tap.Test, res: Response, status: number, code: string): Promise<ErrorBody> {
+type Assert = Pick<typeof t, 'equal' | 'ok'>
+
+async function expectCode (t: Assert, res: Response, status: number, code: string): Promise<ErrorBody> {
   const body = await res.json() as ErrorBody
   t.equal(res.status, status, `${code}: HTTP ${status}`)
   t.equal(body.error?.code, code, `code ${code}`)
@@ -274,13 +276,17 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
       await chatRes.arrayBuffer()
       const aSession = (await a.ok<{ session: { id: string } }>('GET', '/session')).session.id
       const ids: Record<string, string> = { '/keys/': aKey.id, '/sessions/': aSession, '/requests/': aRequestId }
-      // Every console API route, as Fastify registered it.
-      const printed = gw.app.printRoutes({ commonPrefix: false })
+      // Every console API route, as Fastify registered it (read from its route tree).
       const routes: Array<{ method: string, path: string }> = []
-      for (const line of printed.split('\n')) {
-        const m = /(\/console\/v1\/\S*) \(([^)]+)\)/.exec(line)
-        if (m?.[1] === undefined || m[2] === undefined) continue
-        for (const method of m[2].split(', ')) if (method !== 'HEAD') routes.push({ method, path: m[1] })
+      const stack: string[] = []
+      for (const line of gw.app.printRoutes({ commonPrefix: false }).split('\n')) {
+        const m = /^((?:│ {3}| {4})*)(?:├── |└── )(.*?)(?: \(([^)]+)\))?$/.exec(line)
+        if (m === null) continue
+        stack.length = (m[1] ?? '').length / 4
+        stack.push(m[2] ?? '')
+        const path = stack.join('').replace(/\/+/g, '/')
+        if (m[3] === undefined || !path.startsWith('/console/v1/')) continue
+        for (const method of m[3].split(', ')) if (method !== 'HEAD') routes.push({ method, path })
       }
       t.ok(routes.length >= 20, `${routes.length} console routes found`)
       const aMarks = [a.accountId, a.email, aKey.id, aSession, aRequestId]

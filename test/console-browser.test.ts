@@ -64,7 +64,7 @@ if (!existsSync(CHROMIUM)) {
     const cookies = await context.cookies()
     const session = cookies.find((c) => c.name === 'gw_console')
     t.ok(session?.httpOnly === true && session.sameSite === 'Strict', 'HttpOnly, SameSite=Strict session cookie')
-    t.equal(await page.evaluate(() => document.cookie), '', 'the script cannot read the session cookie')
+    t.equal(await page.evaluate('document.cookie'), '', 'the script cannot read the session cookie')
     await page.screenshot(shot('03-dashboard-empty'))
 
     // Create a key: the plaintext shown once, with a copy button.
@@ -76,7 +76,7 @@ if (!existsSync(CHROMIUM)) {
     const key = (await secret.textContent()) ?? ''
     t.match(key, /^sk-/, 'the new key is shown')
     await page.getByRole('button', { name: 'Copy' }).click()
-    t.equal(await page.evaluate(() => navigator.clipboard.readText()), key, 'copy puts the key on the clipboard')
+    t.equal(await page.evaluate('navigator.clipboard.readText()'), key, 'copy puts the key on the clipboard')
     await page.screenshot(shot('04-key-created'))
 
     // Call the gateway with it through the OpenAI SDK.

@@ -33,6 +33,13 @@ export interface ConsoleApiOptions {
 
 interface IdParams { id: string }
 
+let outboxSeq = 0
+/** Sortable within a process even when the clock stands still: time, a counter, then randomness. */
+function outboxId (now: Date): string {
+  outboxSeq = (outboxSeq + 1) % 1_679_616
+  return `msg_${now.getTime().toString(36).padStart(9, '0')}${outboxSeq.toString(36).padStart(4, '0')}${randomUUID().slice(0, 8)}`
+}
+
 function invalid (param: string, detail: string): Error {
   return gatewayError('REQUEST_INVALID', { param, detail })
 }
@@ -104,7 +111,7 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
     const now = ctx.now()
     await consoleStore.setCode(userId, codeDigest(userId, code), new Date(now.getTime() + config.verification_code_ttl_ms))
     await consoleStore.addOutbox({
-      id: `msg_${randomUUID().replace(/-/g, '')}`,
+      id: outboxId(now),
       to: email,
       subject: 'Your model gateway verification code',
       body: `Your verification code is ${code}. It expires in ${Math.round(config.verification_code_ttl_ms / 60_000)} minutes.`,

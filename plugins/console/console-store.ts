@@ -68,17 +68,20 @@ export function openConsoleStore (backend: StoreBackend): ConsoleStore {
 
 // ---- SQLite --------------------------------------------------------------------------------
 
-interface SqliteUserRow { id: string, account_id: string, email: string, password_hash: string, email_verified_at: number | null, created_at: number }
-interface SqliteSessionRow { id: string, user_id: string, account_id: string, user_agent: string, address: string, created_at: number, last_seen_at: number, expires_at: number }
-interface SqliteOutboxRow { id: string, to_email: string, subject: string, body: string, created_at: number }
+// The gateway's SQLite connection reads integers as BigInt (safeIntegers).
+type Int = number | bigint
+interface SqliteUserRow { id: string, account_id: string, email: string, password_hash: string, email_verified_at: Int | null, created_at: Int }
+interface SqliteSessionRow { id: string, user_id: string, account_id: string, user_agent: string, address: string, created_at: Int, last_seen_at: Int, expires_at: Int }
+interface SqliteOutboxRow { id: string, to_email: string, subject: string, body: string, created_at: Int }
+const at = (v: Int): Date => new Date(Number(v))
 
 const sqliteUser = (r: SqliteUserRow): ConsoleUser => ({
   id: r.id,
   accountId: r.account_id,
   email: r.email,
   passwordHash: r.password_hash,
-  emailVerifiedAt: r.email_verified_at === null ? null : new Date(r.email_verified_at),
-  createdAt: new Date(r.created_at)
+  emailVerifiedAt: r.email_verified_at === null ? null : at(r.email_verified_at),
+  createdAt: at(r.created_at)
 })
 const sqliteSession = (r: SqliteSessionRow): ConsoleSession => ({
   id: r.id,
@@ -86,18 +89,18 @@ const sqliteSession = (r: SqliteSessionRow): ConsoleSession => ({
   accountId: r.account_id,
   userAgent: r.user_agent,
   address: r.address,
-  createdAt: new Date(r.created_at),
-  lastSeenAt: new Date(r.last_seen_at),
-  expiresAt: new Date(r.expires_at)
+  createdAt: at(r.created_at),
+  lastSeenAt: at(r.last_seen_at),
+  expiresAt: at(r.expires_at)
 })
-const sqliteOutbox = (r: SqliteOutboxRow): OutboxMessage => ({ id: r.id, to: r.to_email, subject: r.subject, body: r.body, createdAt: new Date(r.created_at) })
+const sqliteOutbox = (r: SqliteOutboxRow): OutboxMessage => ({ id: r.id, to: r.to_email, subject: r.subject, body: r.body, createdAt: at(r.created_at) })
 
 function sqliteConsoleStore (db: Database): ConsoleStore {
   const insertUser = db.prepare('INSERT INTO console_users (id, account_id, email, password_hash, email_verified_at, created_at) VALUES (?, ?, ?, ?, NULL, ?) ON CONFLICT (email) DO NOTHING')
   const byEmail = db.prepare<[string], SqliteUserRow>('SELECT * FROM console_users WHERE email = ?')
   const verify = db.prepare('UPDATE console_users SET email_verified_at = COALESCE(email_verified_at, ?) WHERE id = ?')
   const upsertCode = db.prepare('INSERT INTO console_codes (user_id, code_hash, attempts, expires_at) VALUES (?, ?, 0, ?) ON CONFLICT (user_id) DO UPDATE SET code_hash = excluded.code_hash, attempts = 0, expires_at = excluded.expires_at')
-  const getCode = db.prepare<[string], { code_hash: string, attempts: number, expires_at: number }>('SELECT code_hash, attempts, expires_at FROM console_codes WHERE user_id = ?')
+  const getCode = db.prepare<[string], { code_hash: string, attempts: Int, expires_at: Int }>('SELECT code_hash, attempts, expires_at FROM console_codes WHERE user_id = ?')
   const deleteCode = db.prepare('DELETE FROM console_codes WHERE user_id = ?')
   const countAttempt = db.prepare('UPDATE console_codes SET attempts = attempts + 1 WHERE user_id = ?')
   const insertSession = db.prepare('INSERT INTO console_sessions (id, user_id, account_id, token_hash, user_agent, address, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
@@ -112,7 +115,8 @@ function sqliteConsoleStore (db: Database): ConsoleStore {
   const check = db.transaction((userId: string, codeHash: string, now: number, maxAttempts: number): CodeCheck => {
     const row = getCode.get(userId)
     if (row === undefined) return 'none'
-    if (row.expires_at <= now || row.attempts >= maxAttempts) {
+    const attempts = Number(row.attempts)
+    if (Number(row.expires_at) <= now || attempts >= maxAttempts) {
       deleteCode.run(userId)
       return 'expired'
     }
@@ -120,7 +124,7 @@ function sqliteConsoleStore (db: Database): ConsoleStore {
       deleteCode.run(userId)
       return 'ok'
     }
-    if (row.attempts + 1 >= maxAttempts) deleteCode.run(userId)
+    if (attempts + 1 >= maxAttempts) deleteCode.run(userId)
     else countAttempt.run(userId)
     return 'invalid'
   })

@@ -23,28 +23,32 @@ export function normaliseEmail (input: unknown): string | null {
   return email
 }
 
-/** The maintained list, read once. */
-function maintainedList (): readonly string[] {
+let maintained: ReadonlySet<string> | undefined
+
+/** The maintained list (about 120 000 domains), read once per process. */
+function maintainedList (): ReadonlySet<string> {
+  if (maintained !== undefined) return maintained
   const require = createRequire(import.meta.url)
   const list = require('disposable-email-domains') as unknown
   if (!Array.isArray(list)) throw new TypeError('disposable-email-domains: expected an array of domains')
-  return list.filter((d): d is string => typeof d === 'string')
+  maintained = new Set(list.filter((d): d is string => typeof d === 'string').map((d) => d.toLowerCase()))
+  return maintained
 }
 
 export class DisposableDomains {
-  private readonly domains: Set<string>
+  private readonly listed: ReadonlySet<string>
+  private readonly extra: ReadonlySet<string>
 
   constructor (extra: readonly string[]) {
-    this.domains = new Set([...maintainedList(), ...extra.map((d) => d.trim().toLowerCase())])
+    this.listed = maintainedList()
+    this.extra = new Set(extra.map((d) => d.trim().toLowerCase()))
   }
-
-  get size (): number { return this.domains.size }
 
   /** True for a listed domain or any subdomain of one. */
   has (email: string): boolean {
     let domain = email.slice(email.lastIndexOf('@') + 1)
     for (;;) {
-      if (this.domains.has(domain)) return true
+      if (this.listed.has(domain) || this.extra.has(domain)) return true
       const dot = domain.indexOf('.')
       if (dot < 0) return false
       domain = domain.slice(dot + 1)
