@@ -60,7 +60,7 @@ if (!existsSync(CHROMIUM)) {
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.waitForURL(/#dashboard/)
     await page.locator('#balance').waitFor()
-    t.equal(await page.locator('#balance').textContent(), '5.000000000', 'the balance on the dashboard')
+    t.equal(Number(await page.locator('#balance').textContent()), 5, 'the balance on the dashboard')
     const cookies = await context.cookies()
     const session = cookies.find((c) => c.name === 'gw_console')
     t.ok(session?.httpOnly === true && session.sameSite === 'Strict', 'HttpOnly, SameSite=Strict session cookie')
@@ -106,17 +106,17 @@ if (!existsSync(CHROMIUM)) {
     await page.screenshot(shot('06-key-restricted'))
     const denied = await openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (err: unknown) => err)
     t.ok(denied instanceof OpenAI.APIError, 'the SDK raises an API error')
-    t.equal((denied as InstanceType<typeof OpenAI.APIError>).status, 403)
-    t.equal((denied as InstanceType<typeof OpenAI.APIError>).code, 'MODEL_ACCESS_DENIED')
+    t.equal((denied as InstanceType<typeof OpenAI.APIError>).status, 403, 'restricted: HTTP 403')
+    t.equal((denied as InstanceType<typeof OpenAI.APIError>).code, 'MODEL_ACCESS_DENIED', 'restricted: MODEL_ACCESS_DENIED')
 
     // Revoke it, confirming the dialog: AUTH_INVALID_API_KEY.
-    page.once('dialog', (d) => { void d.accept() })
+    page.once('dialog', (d) => { d.accept().catch(() => {}) })
     await page.getByRole('button', { name: 'Revoke browser app' }).click()
     await page.locator('td.key-status', { hasText: 'revoked' }).waitFor()
     await page.screenshot(shot('07-key-revoked'))
     const invalid = await openai.chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (err: unknown) => err)
-    t.equal((invalid as InstanceType<typeof OpenAI.APIError>).status, 401)
-    t.equal((invalid as InstanceType<typeof OpenAI.APIError>).code, 'AUTH_INVALID_API_KEY')
+    t.equal((invalid as InstanceType<typeof OpenAI.APIError>).status, 401, 'revoked: HTTP 401')
+    t.equal((invalid as InstanceType<typeof OpenAI.APIError>).code, 'AUTH_INVALID_API_KEY', 'revoked: AUTH_INVALID_API_KEY')
 
     // The other pages render.
     for (const [link, what] of [['Requests', 'tr[data-request-id]'], ['Models and prices', 'td code'], ['Sessions', 'td']] as const) {

@@ -1,28 +1,28 @@
 // The console page: plain DOM, no framework, no inline script (the CSP forbids it). Every text
 // from the server is set with textContent, never parsed as HTML. The CSRF token lives in memory
 // only; the session itself is an HttpOnly cookie the script cannot read.
+/* global document, location, window, fetch, navigator, crypto, TextEncoder, URLSearchParams */
 'use strict'
 ;(function () {
-  var API = '/console/v1'
-  var csrf = null
-  var account = null
-  var main = document.getElementById('main')
-  var statusEl = document.getElementById('status')
-  var nav = document.getElementById('nav')
+  const API = '/console/v1'
+  let csrf = null
+  const main = document.getElementById('main')
+  const statusEl = document.getElementById('status')
+  const nav = document.getElementById('nav')
 
   function h (tag, attrs) {
-    var el = document.createElementNS(tag === 'svg' || tag === 'rect' || tag === 'text' || tag === 'g' || tag === 'title' ? 'http://www.w3.org/2000/svg' : 'http://www.w3.org/1999/xhtml', tag)
+    const el = document.createElementNS(tag === 'svg' || tag === 'rect' || tag === 'text' || tag === 'g' || tag === 'title' ? 'http://www.w3.org/2000/svg' : 'http://www.w3.org/1999/xhtml', tag)
     if (attrs) {
       Object.keys(attrs).forEach(function (k) {
-        var v = attrs[k]
+        const v = attrs[k]
         if (v === null || v === undefined || v === false) return
         if (k === 'text') el.textContent = v
         else if (k.indexOf('on') === 0) el.addEventListener(k.slice(2), v)
         else el.setAttribute(k, v === true ? '' : String(v))
       })
     }
-    for (var i = 2; i < arguments.length; i++) {
-      var c = arguments[i]
+    for (let i = 2; i < arguments.length; i++) {
+      const c = arguments[i]
       if (c === null || c === undefined || c === false) continue
       if (Array.isArray(c)) c.forEach(function (x) { if (x) el.appendChild(typeof x === 'string' ? document.createTextNode(x) : x) })
       else el.appendChild(typeof c === 'string' ? document.createTextNode(c) : c)
@@ -42,10 +42,10 @@
   }
 
   function api (method, path, body) {
-    var headers = { accept: 'application/json' }
+    const headers = { accept: 'application/json' }
     if (body !== undefined) headers['content-type'] = 'application/json'
     if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf
-    return fetch(API + path, { method: method, headers: headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) })
+    return fetch(API + path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) })
       .then(function (res) {
         if (res.status === 204) return null
         return res.json().then(function (json) {
@@ -56,17 +56,17 @@
   }
 
   function fail (err) {
-    if (err && err.code === 'AUTH_REQUIRED') { csrf = null; account = null; nav.hidden = true; location.hash = '#signin'; return }
+    if (err && err.code === 'AUTH_REQUIRED') { csrf = null; nav.hidden = true; location.hash = '#signin'; return }
     say(err && err.code ? err.code + ': ' + err.message : String(err), true)
   }
 
   function field (label, name, type, extra) {
-    var input = h('input', Object.assign({ name: name, id: 'f-' + name, type: type || 'text' }, extra || {}))
+    const input = h('input', Object.assign({ name, id: 'f-' + name, type: type || 'text' }, extra || {}))
     return h('label', { for: 'f-' + name }, label, input)
   }
 
   function formValues (form) {
-    var out = {}
+    const out = {}
     Array.prototype.forEach.call(form.elements, function (el) { if (el.name) out[el.name] = el.value })
     return out
   }
@@ -82,16 +82,16 @@
   }
 
   function param (name) {
-    var q = location.hash.split('?')[1] || ''
-    var m = new URLSearchParams(q).get(name)
+    const q = location.hash.split('?')[1] || ''
+    const m = new URLSearchParams(q).get(name)
     return m || ''
   }
 
   // ---- proof of work (the human check after failed sign-ins) --------------------------------
 
   function zeroBits (bytes) {
-    var bits = 0
-    for (var i = 0; i < bytes.length; i++) {
+    let bits = 0
+    for (let i = 0; i < bytes.length; i++) {
       if (bytes[i] === 0) { bits += 8; continue }
       return bits + Math.clz32(bytes[i]) - 24
     }
@@ -99,15 +99,15 @@
   }
 
   function solve (challenge, difficulty) {
-    var enc = new TextEncoder()
-    var i = 0
+    const enc = new TextEncoder()
+    let i = 0
     function step () {
-      var batch = []
-      for (var k = 0; k < 256; k++, i++) batch.push(i.toString(36))
+      const batch = []
+      for (let k = 0; k < 256; k++, i++) batch.push(i.toString(36))
       return Promise.all(batch.map(function (s) {
         return crypto.subtle.digest('SHA-256', enc.encode(challenge + ':' + s)).then(function (d) { return zeroBits(new Uint8Array(d)) >= difficulty ? s : null })
       })).then(function (found) {
-        for (var j = 0; j < found.length; j++) if (found[j] !== null) return found[j]
+        for (let j = 0; j < found.length; j++) if (found[j] !== null) return found[j]
         return step()
       })
     }
@@ -118,13 +118,13 @@
 
   function signupPage () {
     page('Create an account')
-    var form = h('form', { id: 'signup-form' },
+    const form = h('form', { id: 'signup-form' },
       field('Email', 'email', 'email', { autocomplete: 'email', required: true }),
       field('Password', 'password', 'password', { autocomplete: 'new-password', required: true, minlength: 8 }),
       h('button', { type: 'submit', class: 'primary', text: 'Sign up' }))
     form.addEventListener('submit', function (e) {
       e.preventDefault()
-      var v = formValues(form)
+      const v = formValues(form)
       api('POST', '/signup', { email: v.email, password: v.password }).then(function (r) {
         say('We sent a code to ' + r.email + '.')
         location.hash = '#verify?email=' + encodeURIComponent(r.email)
@@ -135,19 +135,19 @@
 
   function verifyPage () {
     page('Verify your email')
-    var form = h('form', { id: 'verify-form' },
+    const form = h('form', { id: 'verify-form' },
       field('Email', 'email', 'email', { value: param('email'), required: true }),
       field('Code from the email', 'code', 'text', { inputmode: 'numeric', pattern: '[0-9]{6}', autocomplete: 'one-time-code', required: true }),
       h('button', { type: 'submit', class: 'primary', text: 'Verify' }))
     form.addEventListener('submit', function (e) {
       e.preventDefault()
-      var v = formValues(form)
+      const v = formValues(form)
       api('POST', '/verify', { email: v.email, code: v.code.trim() }).then(function () {
         say('Email verified. Sign in.')
         location.hash = '#signin?email=' + encodeURIComponent(v.email)
       }).catch(fail)
     })
-    var resend = h('button', { type: 'button', text: 'Send a new code' })
+    const resend = h('button', { type: 'button', text: 'Send a new code' })
     resend.addEventListener('click', function () {
       api('POST', '/verify/resend', { email: formValues(form).email }).then(function () { say('If the address is pending, a new code is on its way.') }).catch(fail)
     })
@@ -156,7 +156,7 @@
 
   function signinPage () {
     page('Sign in')
-    var form = h('form', { id: 'signin-form' },
+    const form = h('form', { id: 'signin-form' },
       field('Email', 'email', 'email', { value: param('email'), autocomplete: 'email', required: true }),
       field('Password', 'password', 'password', { autocomplete: 'current-password', required: true }),
       h('button', { type: 'submit', class: 'primary', text: 'Sign in' }))
@@ -166,14 +166,14 @@
         say('Checking that you are human (a few seconds of work in your browser)…')
         return api('GET', '/challenge').then(function (c) {
           return solve(c.challenge, c.difficulty).then(function (solution) {
-            return api('POST', '/signin', Object.assign({}, body, { human_check: { challenge: c.challenge, solution: solution } }))
+            return api('POST', '/signin', Object.assign({}, body, { human_check: { challenge: c.challenge, solution } }))
           })
         })
       })
     }
     form.addEventListener('submit', function (e) {
       e.preventDefault()
-      var v = formValues(form)
+      const v = formValues(form)
       attempt({ email: v.email, password: v.password }).then(function (r) {
         csrf = r.csrf_token
         say('')
@@ -204,16 +204,16 @@
   }
 
   function chart (days) {
-    var w = 640; var hgt = 180; var pad = 24
-    var max = days.reduce(function (m, d) { return Math.max(m, Number(d.cost)) }, 0)
-    var bw = (w - pad * 2) / Math.max(days.length, 1)
-    var svg = h('svg', { class: 'chart', viewBox: '0 0 ' + w + ' ' + hgt, role: 'img', 'aria-label': 'Spend per day' })
+    const w = 640; const hgt = 180; const pad = 24
+    const max = days.reduce(function (m, d) { return Math.max(m, Number(d.cost)) }, 0)
+    const bw = (w - pad * 2) / Math.max(days.length, 1)
+    const svg = h('svg', { class: 'chart', viewBox: '0 0 ' + w + ' ' + hgt, role: 'img', 'aria-label': 'Spend per day' })
     svg.appendChild(h('title', { text: 'Spend per day' }))
     days.forEach(function (d, i) {
-      var v = Number(d.cost)
-      var bh = max > 0 ? (hgt - pad * 2) * v / max : 0
-      var x = pad + i * bw
-      var g = h('g', null, h('rect', { x: x + 2, y: hgt - pad - bh, width: Math.max(bw - 4, 1), height: bh }, h('title', { text: d.date + ': ' + d.cost + ' (' + d.requests + ' requests)' })))
+      const v = Number(d.cost)
+      const bh = max > 0 ? (hgt - pad * 2) * v / max : 0
+      const x = pad + i * bw
+      const g = h('g', null, h('rect', { x: x + 2, y: hgt - pad - bh, width: Math.max(bw - 4, 1), height: bh }, h('title', { text: d.date + ': ' + d.cost + ' (' + d.requests + ' requests)' })))
       if (i % Math.ceil(days.length / 7) === 0) g.appendChild(h('text', { x: x + 2, y: hgt - 8, text: d.date.slice(5) }))
       svg.appendChild(g)
     })
@@ -224,7 +224,7 @@
   function dashboardPage () {
     page('Dashboard')
     Promise.all([api('GET', '/wallet'), api('GET', '/usage?days=14'), api('GET', '/requests?limit=10')]).then(function (r) {
-      var wallet = r[0]; var usage = r[1]; var reqs = r[2]
+      const wallet = r[0]; const usage = r[1]; const reqs = r[2]
       main.append(
         h('section', { 'aria-labelledby': 'balance-h' },
           h('h2', { id: 'balance-h', text: 'Balance' }),
@@ -243,17 +243,17 @@
 
   function keysPage () {
     page('API keys')
-    var form = h('form', { id: 'create-key-form', class: 'inline' },
+    const form = h('form', { id: 'create-key-form', class: 'inline' },
       field('Name', 'name', 'text', { required: true, maxlength: 100 }),
       field('Allowed models (comma separated, empty = all)', 'allowed_models'),
       h('button', { type: 'submit', class: 'primary', text: 'Create key' }))
-    var secret = h('div', { id: 'new-key' })
-    var list = h('div', { id: 'key-list' })
+    const secret = h('div', { id: 'new-key' })
+    const list = h('div', { id: 'key-list' })
     form.addEventListener('submit', function (e) {
       e.preventDefault()
-      var v = formValues(form)
-      var body = { name: v.name }
-      var models = v.allowed_models.split(',').map(function (s) { return s.trim() }).filter(Boolean)
+      const v = formValues(form)
+      const body = { name: v.name }
+      const models = v.allowed_models.split(',').map(function (s) { return s.trim() }).filter(Boolean)
       if (models.length) body.allowed_models = models
       api('POST', '/keys', body).then(function (k) {
         form.reset()
@@ -267,25 +267,25 @@
       }).catch(fail)
     }
     function keyRow (k) {
-      var actions = h('td')
+      const actions = h('td')
       if (!k.revoked) {
-        var reveal = h('button', { type: 'button', text: 'Reveal', 'aria-label': 'Reveal ' + k.name })
+        const reveal = h('button', { type: 'button', text: 'Reveal', 'aria-label': 'Reveal ' + k.name })
         reveal.addEventListener('click', function () {
           api('POST', '/keys/' + encodeURIComponent(k.id) + '/reveal').then(function (r) { showSecret(secret, r, 'Key ' + r.name + ':') }).catch(fail)
         })
-        var restrict = h('button', { type: 'button', text: 'Restrict', 'aria-label': 'Restrict ' + k.name })
+        const restrict = h('button', { type: 'button', text: 'Restrict', 'aria-label': 'Restrict ' + k.name })
         restrict.addEventListener('click', function () {
-          var input = h('input', { name: 'allowed_models', 'aria-label': 'Allowed models for ' + k.name, value: (k.allowed_models || []).join(', ') })
-          var f = h('form', { class: 'inline restrict-form' }, input, h('button', { type: 'submit', text: 'Save models' }))
+          const input = h('input', { name: 'allowed_models', 'aria-label': 'Allowed models for ' + k.name, value: (k.allowed_models || []).join(', ') })
+          const f = h('form', { class: 'inline restrict-form' }, input, h('button', { type: 'submit', text: 'Save models' }))
           f.addEventListener('submit', function (e) {
             e.preventDefault()
-            var models = input.value.split(',').map(function (s) { return s.trim() }).filter(Boolean)
+            const models = input.value.split(',').map(function (s) { return s.trim() }).filter(Boolean)
             api('PATCH', '/keys/' + encodeURIComponent(k.id), { allowed_models: models.length ? models : null }).then(function () { say('Key ' + k.name + ' restricted.'); load() }).catch(fail)
           })
           actions.appendChild(f)
           input.focus()
         })
-        var revoke = h('button', { type: 'button', class: 'danger', text: 'Revoke', 'aria-label': 'Revoke ' + k.name })
+        const revoke = h('button', { type: 'button', class: 'danger', text: 'Revoke', 'aria-label': 'Revoke ' + k.name })
         revoke.addEventListener('click', function () {
           if (!window.confirm('Revoke key "' + k.name + '"? Requests with it will fail, and it cannot be restored.')) return
           api('POST', '/keys/' + encodeURIComponent(k.id) + '/revoke').then(function () { say('Key ' + k.name + ' revoked.'); load() }).catch(fail)
@@ -301,26 +301,26 @@
   }
 
   function showSecret (box, k, text) {
-    var value = h('code', { class: 'secret', id: 'secret-value', text: k.key })
-    var copy = h('button', { type: 'button', id: 'copy-key', text: 'Copy' })
+    const value = h('code', { class: 'secret', id: 'secret-value', text: k.key })
+    const copy = h('button', { type: 'button', id: 'copy-key', text: 'Copy' })
     copy.addEventListener('click', function () {
       navigator.clipboard.writeText(k.key).then(function () { copy.textContent = 'Copied' }, function () { copy.textContent = 'Copy failed: select the text' })
     })
-    var hide = h('button', { type: 'button', text: 'Hide' })
+    const hide = h('button', { type: 'button', text: 'Hide' })
     hide.addEventListener('click', function () { box.replaceChildren() })
-    box.replaceChildren(h('div', { class: 'secret-box', role: 'region', 'aria-label': 'Key plaintext' }, h('p', { text: text }), value, ' ', copy, ' ', hide))
+    box.replaceChildren(h('div', { class: 'secret-box', role: 'region', 'aria-label': 'Key plaintext' }, h('p', { text }), value, ' ', copy, ' ', hide))
   }
 
   function sessionsPage () {
     page('Sessions')
-    var list = h('div')
+    const list = h('div')
     function load () {
       api('GET', '/sessions').then(function (r) {
         list.replaceChildren(table(['Signed in', 'Last seen', 'Address', 'Browser', ''], r.data.map(function (s) {
-          var cell = h('td')
+          const cell = h('td')
           if (s.current) cell.textContent = 'this session'
           else {
-            var b = h('button', { type: 'button', class: 'danger', text: 'Revoke' })
+            const b = h('button', { type: 'button', class: 'danger', text: 'Revoke' })
             b.addEventListener('click', function () { api('DELETE', '/sessions/' + encodeURIComponent(s.id)).then(load).catch(fail) })
             cell.appendChild(b)
           }
@@ -335,18 +335,18 @@
 
   function requestsPage () {
     page('Request log')
-    var form = h('form', { class: 'inline', id: 'request-filter' },
+    const form = h('form', { class: 'inline', id: 'request-filter' },
       field('Model', 'model'),
       h('label', { for: 'f-outcome' }, 'Outcome', h('select', { name: 'outcome', id: 'f-outcome' },
         ['', 'completed', 'refused', 'upstream_error', 'stream_interrupted', 'client_disconnected'].map(function (o) { return h('option', { value: o, text: o || 'any' }) }))),
       field('From', 'from', 'date'), field('To', 'to', 'date'),
       h('button', { type: 'submit', text: 'Filter' }))
-    var out = h('div')
-    var more = h('button', { type: 'button', text: 'Older', hidden: true })
-    var before = null
+    const out = h('div')
+    const more = h('button', { type: 'button', text: 'Older', hidden: true })
+    let before = null
     function query () {
-      var v = formValues(form)
-      var q = new URLSearchParams({ limit: '50' })
+      const v = formValues(form)
+      const q = new URLSearchParams({ limit: '50' })
       if (v.model) q.set('model', v.model)
       if (v.outcome) q.set('outcome', v.outcome)
       if (v.from) q.set('from', new Date(v.from).toISOString())
@@ -356,7 +356,7 @@
     }
     function load (append) {
       api('GET', '/requests' + query()).then(function (r) {
-        var t = out.querySelector('tbody')
+        let t = out.querySelector('tbody')
         if (!append || !t) { out.replaceChildren(table(['Time', 'Model', 'Status', 'Outcome', 'Cost', 'Billing'], [])); t = out.querySelector('tbody') }
         t.append.apply(t, requestRows(r.data))
         before = r.next_before
@@ -373,30 +373,29 @@
     page('Models and prices')
     api('GET', '/models').then(function (r) {
       main.append(table(['Model', 'Status', 'Operations', 'Prices'], r.data.map(function (m) {
-        var prices = Object.keys(m.pricing).map(function (k) { return k + ': ' + JSON.stringify(m.pricing[k]) }).join('; ')
+        const prices = Object.keys(m.pricing).map(function (k) { return k + ': ' + JSON.stringify(m.pricing[k]) }).join('; ')
         return h('tr', null, h('td', null, h('code', { text: m.id })), h('td', { text: m.status }), h('td', { text: m.operations.join(', ') }), h('td', { text: prices }))
       })))
     }).catch(fail)
   }
 
-  var signedOut = { signup: signupPage, verify: verifyPage, signin: signinPage }
-  var signedIn = { dashboard: dashboardPage, keys: keysPage, sessions: sessionsPage, requests: requestsPage, models: modelsPage }
+  const signedOut = { signup: signupPage, verify: verifyPage, signin: signinPage }
+  const signedIn = { dashboard: dashboardPage, keys: keysPage, sessions: sessionsPage, requests: requestsPage, models: modelsPage }
 
   function route () {
-    var name = (location.hash.slice(1).split('?')[0]) || 'dashboard'
+    const name = (location.hash.slice(1).split('?')[0]) || 'dashboard'
     if (signedOut[name]) { nav.hidden = true; signedOut[name](); return }
-    var show = signedIn[name] || dashboardPage
+    const show = signedIn[name] || dashboardPage
     if (csrf) { nav.hidden = false; show(); return }
     api('GET', '/session').then(function (s) {
       csrf = s.csrf_token
-      account = s.account
       nav.hidden = false
       show()
     }).catch(fail)
   }
 
   document.getElementById('signout').addEventListener('click', function () {
-    api('POST', '/signout').then(function () { csrf = null; account = null; nav.hidden = true; say('Signed out.'); location.hash = '#signin' }).catch(fail)
+    api('POST', '/signout').then(function () { csrf = null; nav.hidden = true; say('Signed out.'); location.hash = '#signin' }).catch(fail)
   })
   window.addEventListener('hashchange', function () { say(''); route() })
   route()
