@@ -217,7 +217,8 @@
       if (i % Math.ceil(days.length / 7) === 0) g.appendChild(h('text', { x: x + 2, y: hgt - 8, text: d.date.slice(5) }))
       svg.appendChild(g)
     })
-    svg.appendChild(h('text', { x: pad, y: 14, text: 'max ' + (max > 0 ? max.toFixed(4) : '0') }))
+    const top = days.reduce(function (m, d) { return Number(d.cost) > Number(m) ? d.cost : m }, '0')
+    svg.appendChild(h('text', { x: pad, y: 14, text: 'max ' + top + ' per day' }))
     return svg
   }
 
