@@ -310,6 +310,37 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
       t.equal((await chat(gw, aKey.key)).status, 200)
     })
 
+    t.test('no password, code or session token is stored in the clear', async (t) => {
+      const c = consoleClient(gw.url)
+      const email = uniqueEmail('clear')
+      const password = 'a very particular passphrase 42'
+      await c.ok('POST', '/signup', { email, password })
+      const code = await outboxCode(gw.url, ADMIN_TOKEN, email)
+      const backendStore = gw.services.store.backend
+      const dumpOf = async (table: string): Promise<string> => JSON.stringify(backendStore.kind === 'sqlite'
+        ? backendStore.db.prepare(`SELECT * FROM ${table}`).all()
+        : (await backendStore.pool.query(`SELECT * FROM ${table}`)).rows, (_k, v: unknown) => typeof v === 'bigint' ? String(v) : v)
+      const codes = await dumpOf('console_codes')
+      t.match(codes, /"code_hash":"[0-9a-f]{64}"/, 'the pending code is a digest')
+      t.notOk(codes.includes(`"${code}"`), 'the code itself is not stored')
+      await c.ok('POST', '/signin', { email, password }).catch(() => null)
+      const token = c.cookie?.slice('gw_console='.length) ?? ''
+      await c.ok('POST', '/verify', { email, code: code === '000000' ? '000001' : '000000' }).catch(() => null)
+      const signed = consoleClient(gw.url)
+      await c.ok('POST', '/verify', { email, code })
+      await signed.ok('POST', '/signin', { email, password })
+      const sessionToken = signed.cookie?.slice('gw_console='.length) ?? ''
+      t.match(sessionToken, /^[A-Za-z0-9_-]{43}$/, 'a session token to look for')
+      const tables = ['console_users', 'console_codes', 'console_sessions']
+      let dump = ''
+      for (const table of tables) dump += await dumpOf(table)
+      t.ok(dump.includes(email), 'the dump holds the user row')
+      t.notOk(dump.includes(password), 'no plaintext password')
+      t.match(dump, /scrypt\$32768\$8\$2\$/, 'an scrypt hash with its parameters')
+      t.notOk(dump.includes(sessionToken), 'no session token')
+      t.equal(token, '', 'an unverified sign-in got no session cookie')
+    })
+
     t.test('the outbox needs the admin token', async (t) => {
       const res = await fetch(`${gw.url}/admin/v1/console/outbox`)
       t.equal(res.status, 401)
