@@ -80,8 +80,9 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
     windowMs: config.signin_failure_window_ms
   })
   const pow = new ProofOfWork(mac, CHALLENGE_TTL_MS)
-  // Unknown emails are checked against this hash, so they cost what a known one costs.
-  const dummyHash = await hashPassword(newToken())
+  // Unknown emails are checked against this hash, so they cost what a known one costs. Made at
+  // the first sign-in, not at start (every gateway start would pay one scrypt otherwise).
+  let dummyHash: Promise<string> | undefined
   const codeDigest = (userId: string, code: string): string => mac(`console-code:${userId}:${code}`)
 
   const sendError = (req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {
@@ -197,9 +198,10 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
         throw gatewayError('AUTH_HUMAN_CHECK_FAILED', { param: 'human_check' })
       }
     }
+    dummyHash ??= hashPassword(newToken())
     const user = email === '' ? null : await consoleStore.userByEmail(email)
     // The same scrypt work whether or not the email exists.
-    const matches = await verifyPassword(password, user?.passwordHash ?? dummyHash)
+    const matches = await verifyPassword(password, user?.passwordHash ?? await dummyHash)
     if (user === null || !matches) {
       throttle.fail(pair, nowMs)
       throw gatewayError('AUTH_CREDENTIALS_INVALID')

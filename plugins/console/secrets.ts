@@ -3,10 +3,13 @@
 // proof-of-work human check. Everything compared here is compared in constant time.
 import { createHash, randomBytes, randomInt, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
 
-/** scrypt cost: N = 2^15, r = 8 → 32 MiB of memory per hash (OWASP's floor is 2^17 with r=8, p=1 or 2^15 with p=3). */
+/**
+ * scrypt cost: N = 2^15, r = 8 (32 MiB of memory per hash), p = 3: one of OWASP's equivalent
+ * minimum settings (2^17/8/1, 2^16/8/2, 2^15/8/3, ...).
+ */
 const SCRYPT_N = 32768
 const SCRYPT_R = 8
-const SCRYPT_P = 2
+const SCRYPT_P = 3
 const KEY_LENGTH = 32
 const SALT_BYTES = 16
 const MAXMEM = 128 * SCRYPT_N * SCRYPT_R * 2
