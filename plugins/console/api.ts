@@ -72,7 +72,7 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
   const { store, consoleStore, config, catalogue } = opts
   const ctx = opts.admin
   const mac = (text: string): string => store.hashKey(text)
-  const sessions = new Sessions(consoleStore, mac, ctx.now)
+  const sessions = new Sessions(consoleStore, mac, ctx.now, async (id) => (await store.accounts.get(id))?.status === 'active')
   const disposable = new DisposableDomains(config.blocked_email_domains)
   const throttle = new SignInThrottle({
     humanCheckAfter: config.human_check_after_failures,

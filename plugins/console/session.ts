@@ -46,7 +46,9 @@ export class Sessions {
     private readonly store: ConsoleStore,
     /** HMAC-SHA256 under the server secret. */
     private readonly mac: (text: string) => string,
-    private readonly now: () => Date
+    private readonly now: () => Date,
+    /** False when the account may no longer use the console (suspended by an operator). */
+    private readonly accountActive: (accountId: string) => Promise<boolean>
   ) {}
 
   csrfToken (token: string): string {
@@ -68,6 +70,8 @@ export class Sessions {
   async require (req: FastifyRequest): Promise<SignedIn> {
     const signedIn = await this.current(req)
     if (signedIn === null) throw gatewayError('AUTH_REQUIRED', { detail: 'Sign in to the console.' })
+    // An operator's suspension applies to sessions already open, not only to the next sign-in.
+    if (!(await this.accountActive(signedIn.session.accountId))) throw gatewayError('AUTH_ACCOUNT_SUSPENDED')
     return signedIn
   }
 

@@ -345,6 +345,18 @@ export function consoleApiSuite (backend: Backend): void {
       t.equal(token, '', 'an unverified sign-in got no session cookie')
     })
 
+    t.test('a suspended account: open sessions are refused, and so is sign-in', async (t) => {
+      const a = await signedInClient(gw.url, ADMIN_TOKEN)
+      t.equal((await a.call('GET', '/keys')).status, 200, 'active: served')
+      const patch = await fetch(`${gw.url}/admin/v1/accounts/${a.accountId}`, {
+        method: 'PATCH', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ status: 'suspended' })
+      })
+      t.equal(patch.status, 200, 'suspended by the operator')
+      await expectCode(t, await a.call('GET', '/keys'), 403, 'AUTH_ACCOUNT_SUSPENDED')
+      await expectCode(t, await a.call('POST', '/keys', { name: 'x' }), 403, 'AUTH_ACCOUNT_SUSPENDED')
+      await expectCode(t, await consoleClient(gw.url).call('POST', '/signin', { email: a.email, password: PASSWORD }), 403, 'AUTH_ACCOUNT_SUSPENDED')
+    })
+
     t.test('the outbox needs the admin token', async (t) => {
       const res = await fetch(`${gw.url}/admin/v1/console/outbox`)
       t.equal(res.status, 401)
