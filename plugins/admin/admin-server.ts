@@ -7,7 +7,6 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { AdminConfig, GatewayConfig } from '../config/types.js'
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
-import { consoleAdminRoutes } from '../console/index.js'
 import { adminRoutes, adminTokenProblem } from './routes.js'
 import type { AdminThrottle } from './throttle.js'
 
@@ -53,7 +52,7 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     store: opts.store,
     config: opts.config,
     token: opts.token,
-    extraRoutes: consoleAdminRoutes,
+    extraRoutes: async (app, ctx) => { (await import('../console/index.js')).consoleAdminRoutes(app, ctx) },
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.throttle ? { throttle: opts.throttle } : {})
   })

@@ -4,7 +4,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
-import { CONSOLE_PREFIX, consolePlugin } from '../console/index.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
 import { limitsPlugin } from '../limits/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
@@ -107,7 +106,9 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
   }
   await app.register(pipelineHost, { config, plugins: [lifecycle, ...plugins], ...(opts.stats ? { stats: opts.stats } : {}) })
   // The account console is no phase of a model request: its own routes, on the same store.
+  // Loaded only when enabled, so the CLI and a gateway without a console never load its modules.
   if (config.console.enabled) {
+    const { CONSOLE_PREFIX, consolePlugin } = await import('../console/index.js')
     await app.register(consolePlugin, { prefix: CONSOLE_PREFIX, config, store: services.store, clock: services.clock })
   }
 }

@@ -2,7 +2,6 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
-import { consoleAdminRoutes } from '../console/index.js'
 import { serverBounds } from '../request/server-bounds.js'
 import { gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
 
@@ -52,7 +51,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   })
   await app.register(modelGateway, { ...gatewayOptions, services, stats })
   if (adminToken) {
-    await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock, extraRoutes: consoleAdminRoutes })
+    await app.register(adminRoutes, { prefix: ADMIN_PREFIX, store: services.store, config: opts.config, token: adminToken, clock: services.clock, extraRoutes: async (app, ctx) => { (await import('../console/index.js')).consoleAdminRoutes(app, ctx) } })
   }
   return app
 }
