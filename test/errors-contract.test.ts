@@ -22,6 +22,7 @@ import { startTestGateway } from './helpers/gateway.js'
 import { modelOf, providerOf, writeTestConfig } from './helpers/test-config.js'
 import { answerOn, openConnection, requestHead, type RawAnswer } from './helpers/raw-http.js'
 import { closedPort, eventually, multipartBody, sseEvents } from './helpers/wire.js'
+import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './helpers/console.js'
 
 /** The assertions these helpers use; both the root `t` and subtests have them. */
 type Assert = Pick<typeof t, 'equal' | 'ok' | 'notOk' | 'match' | 'same' | 'strictSame'>
@@ -53,6 +54,20 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   AUTH_API_KEY_NOT_FOUND: { reference: 'GW-AUTH-1019', status: 404, retryable: false, strategy: 'NONE' },
   AUTH_API_KEY_CONFIGURATION_INVALID: { reference: 'GW-AUTH-1020', status: 400, retryable: false, strategy: 'NONE' },
   AUTH_API_KEY_NOT_REVEALABLE: { reference: 'GW-AUTH-1021', status: 409, retryable: false, strategy: 'NONE' },
+  // The account console (/console/v1), in the chat-completions envelope.
+  AUTH_HUMAN_CHECK_REQUIRED: { reference: 'GW-AUTH-1011', status: 400, retryable: false, strategy: 'NONE' },
+  AUTH_HUMAN_CHECK_FAILED: { reference: 'GW-AUTH-1012', status: 403, retryable: false, strategy: 'NONE' },
+  AUTH_SIGNUP_NOT_ALLOWED: { reference: 'GW-AUTH-1013', status: 403, retryable: false, strategy: 'NONE' },
+  AUTH_DISPOSABLE_EMAIL: { reference: 'GW-AUTH-1014', status: 403, retryable: false, strategy: 'NONE' },
+  AUTH_CSRF_TOKEN_MISSING: { reference: 'GW-AUTH-1015', status: 403, retryable: false, strategy: 'NONE' },
+  AUTH_CSRF_TOKEN_INVALID: { reference: 'GW-AUTH-1017', status: 403, retryable: false, strategy: 'NONE' },
+  AUTH_VERIFICATION_CODE_INVALID: { reference: 'GW-AUTH-1018', status: 422, retryable: false, strategy: 'NONE' },
+  AUTH_SESSION_NOT_FOUND: { reference: 'GW-AUTH-1022', status: 404, retryable: false, strategy: 'NONE' },
+  AUTH_CURRENT_SESSION_REVOKE_FORBIDDEN: { reference: 'GW-AUTH-1023', status: 422, retryable: false, strategy: 'NONE' },
+  AUTH_CREDENTIALS_INVALID: { reference: 'GW-AUTH-1024', status: 401, retryable: false, strategy: 'NONE' },
+  AUTH_EMAIL_ALREADY_REGISTERED: { reference: 'GW-AUTH-1025', status: 409, retryable: false, strategy: 'NONE' },
+  AUTH_EMAIL_NOT_VERIFIED: { reference: 'GW-AUTH-1026', status: 403, retryable: false, strategy: 'NONE' },
+  AUTH_EMAIL_INVALID: { reference: 'GW-AUTH-1027', status: 400, retryable: false, strategy: 'NONE' },
   REQUEST_INVALID: { reference: 'GW-REQUEST-2001', status: 400, retryable: false, strategy: 'NONE' },
   REQUEST_MODEL_REQUIRED: { reference: 'GW-REQUEST-2002', status: 400, retryable: false, strategy: 'NONE' },
   REQUEST_TOO_LARGE: { reference: 'GW-REQUEST-2003', status: 413, retryable: false, strategy: 'NONE' },
@@ -1042,6 +1057,43 @@ t.test('admin API refusals, in the chat-completions envelope', async (t) => {
     const key = await adminOk<{ id: string }>(gw.url, 'POST', `/accounts/${account.id}/keys`, { name: 'k', rate_limit_policy: 'free' })
     await expectError(t, await adminCall(gw.url, 'PATCH', `/keys/${key.id}`, { rate_limit_policy: 'standard' }), 'chat', 'LIMIT_API_KEY_POLICY_NOT_ALLOWED', 'rate_limit_policy')
   })
+})
+
+t.test('console API refusals (/console/v1), in the chat-completions envelope', async (t) => {
+  const c = consoleClient(gw.url)
+  const email = uniqueEmail('contract')
+  await expectError(t, await c.call('POST', '/signup', { email: 'not an email', password: PASSWORD }), 'chat', 'AUTH_EMAIL_INVALID', 'email')
+  await expectError(t, await c.call('POST', '/signup', { email: 'x@mailinator.com', password: PASSWORD }), 'chat', 'AUTH_DISPOSABLE_EMAIL', 'email')
+  t.equal((await c.call('POST', '/signup', { email, password: PASSWORD })).status, 201)
+  await expectError(t, await c.call('POST', '/signup', { email, password: PASSWORD }), 'chat', 'AUTH_EMAIL_ALREADY_REGISTERED', 'email')
+  await expectError(t, await c.call('POST', '/signin', { email, password: PASSWORD }), 'chat', 'AUTH_EMAIL_NOT_VERIFIED')
+  const code = await outboxCode(gw.url, ADMIN_TOKEN, email)
+  await expectError(t, await c.call('POST', '/verify', { email, code: code === '999999' ? '999998' : '999999' }), 'chat', 'AUTH_VERIFICATION_CODE_INVALID', 'code')
+  t.equal((await c.call('POST', '/verify', { email, code })).status, 200)
+  for (let i = 0; i < gw.config.console.human_check_after_failures; i++) {
+    await expectError(t, await c.call('POST', '/signin', { email, password: 'wrong password' }), 'chat', 'AUTH_CREDENTIALS_INVALID')
+  }
+  await expectError(t, await c.call('POST', '/signin', { email, password: PASSWORD }), 'chat', 'AUTH_HUMAN_CHECK_REQUIRED', 'human_check')
+  const check = await humanCheck(c)
+  await expectError(t, await c.call('POST', '/signin', { email, password: PASSWORD, human_check: { challenge: check.challenge, solution: '' } }), 'chat', 'AUTH_HUMAN_CHECK_FAILED', 'human_check')
+  const signin = await c.call('POST', '/signin', { email, password: PASSWORD, human_check: check })
+  t.equal(signin.status, 200)
+  c.csrf = (await signin.json() as { csrf_token: string }).csrf_token
+  await expectError(t, await c.call('POST', '/keys', { name: 'k' }, { 'x-csrf-token': '' }), 'chat', 'AUTH_CSRF_TOKEN_MISSING')
+  await expectError(t, await c.call('POST', '/keys', { name: 'k' }, { 'x-csrf-token': 'forged' }), 'chat', 'AUTH_CSRF_TOKEN_INVALID')
+  await expectError(t, await c.call('DELETE', '/sessions/ses_missing'), 'chat', 'AUTH_SESSION_NOT_FOUND', 'session_id')
+  const me = await c.ok<{ session: { id: string } }>('GET', '/session')
+  await expectError(t, await c.call('DELETE', `/sessions/${me.session.id}`), 'chat', 'AUTH_CURRENT_SESSION_REVOKE_FORBIDDEN', 'session_id')
+  const other = await signedInClient(gw.url, ADMIN_TOKEN)
+  const key = await other.ok<{ id: string }>('POST', '/keys', { name: 'not yours' })
+  await expectError(t, await c.call('GET', `/keys/${key.id}`), 'chat', 'AUTH_API_KEY_NOT_FOUND', 'key_id')
+  await expectError(t, await consoleClient(gw.url).call('GET', '/keys'), 'chat', 'AUTH_REQUIRED')
+
+  const closedConfig = writeTestConfig((cfg) => { (cfg as unknown as Record<string, Record<string, unknown>>).console = { signup: 'closed' } })
+  t.teardown(closedConfig.remove)
+  const closed = await startTestGateway({ configFile: closedConfig.file, mock: gw.mock, shareStoreWith: gw })
+  t.teardown(() => closed.close())
+  await expectError(t, await consoleClient(closed.url).call('POST', '/signup', { email: uniqueEmail(), password: PASSWORD }), 'chat', 'AUTH_SIGNUP_NOT_ALLOWED')
 })
 
 t.test('official SDKs parse our envelopes into their own error classes', async (t) => {

@@ -57,7 +57,10 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     token: opts.token,
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.throttle ? { throttle: opts.throttle } : {}),
-    extraRoutes: upstreamAdminRoutes(opts.upstreamView ?? createUpstreamView())
+    extraRoutes: async (app, ctx) => {
+      upstreamAdminRoutes(opts.upstreamView ?? createUpstreamView())(app)
+      ;(await import('../console/index.js')).consoleAdminRoutes(app, ctx)
+    }
   })
   return app
 }

@@ -363,6 +363,33 @@ export interface AdminConfig {
   failure_window_ms: number
 }
 
+export interface ConsoleConfig {
+  /** Serve the console API and page. */
+  enabled: boolean
+  /** open: self-service sign-up; closed: AUTH_SIGNUP_NOT_ALLOWED. */
+  signup: 'open' | 'closed'
+  /** Shortest password accepted at sign-up. */
+  password_min_length: number
+  /** Session lifetime from sign-in, ms. */
+  session_ttl_ms: number
+  /** Reveal needs a sign-in at most this old, ms. */
+  reveal_window_ms: number
+  /** Email verification code lifetime, ms. */
+  verification_code_ttl_ms: number
+  /** Wrong codes before the pending code is void. */
+  verification_max_attempts: number
+  /** Failed sign-ins (address + email) before a proof-of-work is required. */
+  human_check_after_failures: number
+  /** Leading zero bits of a proof-of-work solution's SHA-256. */
+  human_check_difficulty: number
+  /** Failed sign-ins (address + email) per window before 429. */
+  signin_max_failures: number
+  /** Sign-in failure window, ms. */
+  signin_failure_window_ms: number
+  /** Extra domains refused as disposable. */
+  blocked_email_domains: string[]
+}
+
 export interface GatewayConfig {
   server: ServerConfig
   families: Record<FamilyName, FamilyConfig>
@@ -381,5 +408,6 @@ export interface GatewayConfig {
   wallet: WalletConfig
   jobs: JobsConfig
   admin: AdminConfig
+  console: ConsoleConfig
   errors: ErrorsConfig
 }

@@ -127,4 +127,10 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     }
   }
   await app.register(pipelineHost, { config, plugins: [lifecycle, ...plugins], ...(opts.stats ? { stats: opts.stats } : {}) })
+  // The account console is no phase of a model request: its own routes, on the same store.
+  // Loaded only when enabled, so the CLI and a gateway without a console never load its modules.
+  if (config.console.enabled) {
+    const { CONSOLE_PREFIX, consolePlugin } = await import('../console/index.js')
+    await app.register(consolePlugin, { prefix: CONSOLE_PREFIX, config, store: services.store, clock: services.clock })
+  }
 }

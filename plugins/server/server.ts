@@ -68,7 +68,10 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
       config: opts.config,
       token: adminToken,
       clock: services.clock,
-      extraRoutes: upstreamAdminRoutes(upstreamView)
+      extraRoutes: async (app, ctx) => {
+        upstreamAdminRoutes(upstreamView)(app)
+        ;(await import('../console/index.js')).consoleAdminRoutes(app, ctx)
+      }
     })
   }
   return app

@@ -8,5 +8,6 @@ import { overage } from './005-overage.js'
 import { jobs } from './006-jobs.js'
 import { idempotency } from './007-idempotency.js'
 import { holdRenewal } from './008-hold-renewal.js'
+import { consoleTables } from './010-console.js'
 
-export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal]
+export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, consoleTables]

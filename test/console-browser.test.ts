@@ -1,0 +1,131 @@
+// The console page in a real headless Chromium (Debian's, driven by playwright-core): sign up,
+// verify with the code from the outbox, sign in, create a key, call the gateway with it through
+// the OpenAI SDK, see the request and its charge on the dashboard, restrict the key
+// (MODEL_ACCESS_DENIED), revoke it (AUTH_INVALID_API_KEY). Screenshots: test/artifacts/console/.
+import { existsSync, mkdirSync } from 'node:fs'
+import t from 'tap'
+import { OpenAI } from 'openai'
+import { startTestGateway } from './helpers/gateway.js'
+import { outboxCode, PASSWORD, uniqueEmail } from './helpers/console.js'
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const ADMIN_TOKEN = 'console-browser-admin-token-0123456789'
+const ARTIFACTS = new URL('./artifacts/console/', import.meta.url)
+
+if (!existsSync(CHROMIUM)) {
+  t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y --no-install-recommends chromium, or set CHROMIUM_PATH): the console browser tests are skipped`)
+} else {
+  const { chromium } = await import('playwright-core')
+  mkdirSync(ARTIFACTS, { recursive: true })
+  const shot = (name: string): { path: string, fullPage: boolean } => ({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true })
+
+  t.test('sign up, verify, sign in, key, SDK call, dashboard, restrict, revoke', async (t) => {
+    const gw = await startTestGateway({ server: { adminToken: ADMIN_TOKEN } })
+    t.teardown(() => gw.close())
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] })
+    t.teardown(() => browser.close())
+    const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] })
+    const page = await context.newPage()
+    const cspViolations: string[] = []
+    page.on('console', (msg) => { if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text()) })
+    page.on('pageerror', (err) => { cspViolations.push(`page error: ${err.message}`) })
+    const email = uniqueEmail('browser')
+
+    // Sign up.
+    await page.goto(`${gw.url}/console#signup`)
+    await page.getByLabel('Email').fill(email)
+    await page.getByLabel('Password').fill(PASSWORD)
+    await page.screenshot(shot('01-signup'))
+    const [signupRes] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/console/v1/signup')),
+      page.getByRole('button', { name: 'Sign up' }).click()
+    ])
+    t.equal(signupRes.status(), 201, 'signed up')
+    const accountId = (await signupRes.json() as { account_id: string }).account_id
+    await page.waitForURL(/#verify/)
+
+    // Verify with the code the outbox holds.
+    const code = await outboxCode(gw.url, ADMIN_TOKEN, email)
+    await page.getByLabel('Code from the email').fill(code)
+    await page.screenshot(shot('02-verify'))
+    await page.getByRole('button', { name: 'Verify' }).click()
+    await page.waitForURL(/#signin/)
+
+    // Money for the calls, then sign in.
+    const credit = await fetch(`${gw.url}/admin/v1/accounts/${accountId}/credits`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount: '5.00' })
+    })
+    t.equal(credit.status, 200, 'credited through the admin API')
+    await page.getByLabel('Password').fill(PASSWORD)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(/#dashboard/)
+    await page.locator('#balance').waitFor()
+    t.equal(Number(await page.locator('#balance').textContent()), 5, 'the balance on the dashboard')
+    const cookies = await context.cookies()
+    const session = cookies.find((c) => c.name === 'gw_console')
+    t.ok(session?.httpOnly === true && session.sameSite === 'Strict', 'HttpOnly, SameSite=Strict session cookie')
+    t.equal(await page.evaluate('document.cookie'), '', 'the script cannot read the session cookie')
+    await page.screenshot(shot('03-dashboard-empty'))
+
+    // Create a key: the plaintext shown once, with a copy button.
+    await page.getByRole('link', { name: 'Keys' }).click()
+    await page.getByLabel('Name').fill('browser app')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const secret = page.locator('#secret-value')
+    await secret.waitFor()
+    const key = (await secret.textContent()) ?? ''
+    t.match(key, /^sk-/, 'the new key is shown')
+    await page.getByRole('button', { name: 'Copy' }).click()
+    t.equal(await page.evaluate('navigator.clipboard.readText()'), key, 'copy puts the key on the clipboard')
+    await page.screenshot(shot('04-key-created'))
+
+    // Call the gateway with it through the OpenAI SDK.
+    const openai = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 })
+    const completion = await openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hello from the browser test' }] })
+    t.ok(completion.choices.length > 0, 'the SDK call answered')
+    await gw.services.requestLog.flush()
+
+    // The dashboard shows the request and its charge, and the lower balance.
+    await page.getByRole('link', { name: 'Dashboard' }).click()
+    const row = page.locator('tr[data-request-id]').first()
+    await row.waitFor()
+    const cost = (await row.locator('td.cost').textContent()) ?? ''
+    t.ok(Number(cost) > 0, `the charge is on the dashboard (${cost})`)
+    t.match((await row.textContent()) ?? '', /openai\/gpt-4o-mini/, 'with its model')
+    const balance = Number(await page.locator('#balance').textContent())
+    t.ok(Math.abs(balance - (5 - Number(cost))) < 1e-9, `the balance went down by the charge (${balance})`)
+    t.match((await page.locator('svg.chart').getAttribute('aria-label')) ?? '', /Spend per day/, 'the spend chart')
+    await page.screenshot(shot('05-dashboard-charged'))
+
+    // Restrict the key to another model: MODEL_ACCESS_DENIED.
+    await page.getByRole('link', { name: 'Keys' }).click()
+    await page.getByRole('button', { name: 'Restrict browser app' }).click()
+    await page.getByLabel('Allowed models for browser app').fill('openai/gpt-4o')
+    await page.getByRole('button', { name: 'Save models' }).click()
+    await page.locator('tr[data-key-id] td', { hasText: 'openai/gpt-4o' }).first().waitFor()
+    await page.screenshot(shot('06-key-restricted'))
+    const denied = await openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (err: unknown) => err)
+    t.ok(denied instanceof OpenAI.APIError, 'the SDK raises an API error')
+    t.equal((denied as InstanceType<typeof OpenAI.APIError>).status, 403, 'restricted: HTTP 403')
+    t.equal((denied as InstanceType<typeof OpenAI.APIError>).code, 'MODEL_ACCESS_DENIED', 'restricted: MODEL_ACCESS_DENIED')
+
+    // Revoke it, confirming the dialog: AUTH_INVALID_API_KEY.
+    page.once('dialog', (d) => { d.accept().catch(() => {}) })
+    await page.getByRole('button', { name: 'Revoke browser app' }).click()
+    await page.locator('td.key-status', { hasText: 'revoked' }).waitFor()
+    await page.screenshot(shot('07-key-revoked'))
+    const invalid = await openai.chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (err: unknown) => err)
+    t.equal((invalid as InstanceType<typeof OpenAI.APIError>).status, 401, 'revoked: HTTP 401')
+    t.equal((invalid as InstanceType<typeof OpenAI.APIError>).code, 'AUTH_INVALID_API_KEY', 'revoked: AUTH_INVALID_API_KEY')
+
+    // The other pages render.
+    for (const [link, what] of [['Requests', 'tr[data-request-id]'], ['Models and prices', 'td code'], ['Sessions', 'td']] as const) {
+      await page.getByRole('link', { name: link }).click()
+      await page.locator(what).first().waitFor()
+      await page.screenshot(shot(`08-${link.toLowerCase().replace(/ /g, '-')}`))
+    }
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL(/#signin/)
+    t.same(cspViolations, [], 'no CSP violation and no script error on any page')
+  })
+}
