@@ -1,8 +1,11 @@
-// `npm run docs`: rewrites the generated README sections (configuration reference, error table)
-// and the generated sources (the catalogue's codes as a type).
+// `npm run docs`: rewrites the generated documentation sections (configuration reference in
+// docs/configuration.md, error table in docs/errors.md) and the generated sources (the
+// catalogue's codes as a type).
 import { readFileSync, writeFileSync } from 'node:fs'
-import { GENERATED_FILES, renderReadme } from '../plugins/docs/generate.js'
+import { GENERATED_DOCS, GENERATED_FILES, renderDoc } from '../plugins/docs/generate.js'
 
-const file = new URL('../README.md', import.meta.url)
-writeFileSync(file, renderReadme(readFileSync(file, 'utf8')))
+for (const path of Object.keys(GENERATED_DOCS)) {
+  const file = new URL(`../${path}`, import.meta.url)
+  writeFileSync(file, renderDoc(path, readFileSync(file, 'utf8')))
+}
 for (const [path, generate] of Object.entries(GENERATED_FILES)) writeFileSync(new URL(`../${path}`, import.meta.url), generate())

@@ -1,5 +1,5 @@
 // Staleness check: every property in schemas/ has a counterpart in plugins/config/types.ts,
-// a description (the README's configuration reference is generated from them), and every
+// a description (docs/configuration.md's reference is generated from them), and every
 // object rejects unknown keys.
 import t from 'tap'
 import { readFileSync } from 'node:fs'

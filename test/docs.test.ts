@@ -4,14 +4,18 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import type { ErrorsConfig } from '../plugins/config/types.js'
-import { errorCodesModule, GENERATED_FILES, renderReadme } from '../plugins/docs/generate.js'
+import { errorCodesModule, GENERATED_DOCS, GENERATED_FILES, renderDoc } from '../plugins/docs/generate.js'
 import { ERROR_CODES, LEGACY_ALIASES } from '../plugins/errors/index.js'
 
-t.test('the README configuration reference and error table match the schemas and the catalogue', async (t) => {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-  t.equal(readme, renderReadme(readme), 'stale generated section: run `npm run docs`')
-  t.match(readme, /`server\.body_limit_bytes`/)
-  t.match(readme, /`BILLING_INSUFFICIENT_CREDITS` \| GW-BILLING-5001 \| 402/)
+t.test('the configuration reference and the error table match the schemas and the catalogue', async (t) => {
+  const read = (path: string): string => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
+  for (const path of Object.keys(GENERATED_DOCS)) {
+    const text = read(path)
+    t.equal(text, renderDoc(path, text), `${path}: stale generated section: run \`npm run docs\``)
+  }
+  t.match(read('docs/configuration.md'), /`server\.body_limit_bytes`/)
+  t.match(read('docs/errors.md'), /`BILLING_INSUFFICIENT_CREDITS` \| GW-BILLING-5001 \| 402/)
+  t.throws(() => renderDoc('docs/errors.md', '# no markers'), /lacks the <!-- generated:error-table -->/, 'a file without its markers is refused')
 })
 
 t.test('every generated source file is what its generator writes today', async (t) => {

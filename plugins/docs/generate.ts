@@ -1,6 +1,7 @@
-// README sections generated from the sources of truth: the configuration reference from the
-// JSON Schemas' descriptions, the error table from config/errors.yaml. `npm run docs` rewrites
-// them between their markers; test/docs.test.ts fails when the README is stale.
+// Documentation sections generated from the sources of truth: the configuration reference
+// (docs/configuration.md) from the JSON Schemas' descriptions, the error table (docs/errors.md)
+// from config/errors.yaml. `npm run docs` rewrites them between their markers;
+// test/docs.test.ts fails when one is stale.
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
 import type { ErrorsConfig } from '../config/types.js'
@@ -61,7 +62,11 @@ export function errorTable (file = new URL('../../config/errors.yaml', import.me
     })].join('\n')
 }
 
-export const SECTIONS: Record<string, () => string> = { 'config-reference': configReference, 'error-table': errorTable }
+/** The generated sections of each documentation file (paths from the repository root). */
+export const GENERATED_DOCS: Record<string, Record<string, () => string>> = {
+  'docs/configuration.md': { 'config-reference': configReference },
+  'docs/errors.md': { 'error-table': errorTable }
+}
 
 /**
  * `plugins/errors/codes.ts`: the catalogue's codes as a `const` array and a union type, so the
@@ -95,15 +100,17 @@ export function errorCodesModule (file = new URL('../../config/errors.yaml', imp
 /** Generated source files, by path from the repository root, with their generators. */
 export const GENERATED_FILES: Record<string, () => string> = { 'plugins/errors/codes.ts': () => errorCodesModule() }
 
-/** The README with every generated section replaced by its current text. */
-export function renderReadme (readme: string): string {
-  let out = readme
-  for (const [name, gen] of Object.entries(SECTIONS)) {
+/** `text` (the file at `path`, a key of GENERATED_DOCS) with each of its generated sections replaced by its current text. */
+export function renderDoc (path: string, text: string): string {
+  const sections = GENERATED_DOCS[path]
+  if (sections === undefined) throw new Error(`${path} has no generated sections`)
+  let out = text
+  for (const [name, gen] of Object.entries(sections)) {
     const begin = `<!-- generated:${name} -->`
     const end = `<!-- /generated:${name} -->`
     const a = out.indexOf(begin)
     const b = out.indexOf(end)
-    if (a === -1 || b === -1) throw new Error(`README lacks the ${begin} … ${end} markers`)
+    if (a === -1 || b === -1) throw new Error(`${path} lacks the ${begin} … ${end} markers`)
     out = out.slice(0, a + begin.length) + '\n' + gen() + '\n' + out.slice(b)
   }
   return out

@@ -8,7 +8,7 @@ import type { LedgerEntry } from '../../plugins/store/ledger/types.js'
 import type { TestGateway } from './gateway.js'
 import { modelOf, readRepoConfig, type RawConfig } from './test-config.js'
 
-/** Nano-units per currency unit (the README's minor unit). */
+/** Nano-units per currency unit (docs/money.md's minor unit). */
 export const NANOS = 1_000_000_000n
 
 /** "0.000015" → 15_000n: the decimal string read digit by digit, never through a float. */
