@@ -388,6 +388,10 @@ export interface ConsoleConfig {
   signin_failure_window_ms: number
   /** Extra domains refused as disposable. */
   blocked_email_domains: string[]
+  /** SMTP server for verification mail; empty: the outbox only. */
+  smtp_url: string
+  /** From address of console mail (SMTP only). */
+  mail_from: string
 }
 
 export interface GatewayConfig {

@@ -9,6 +9,7 @@ import * as admin from '../admin/service.js'
 import type { AdminContext } from '../admin/service.js'
 import { requestLogView } from '../admin/views.js'
 import type { ConsoleConfig } from '../config/types.js'
+import { createMailer } from './mailer.js'
 import { classify, gatewayError, renderError, toOccurrence, type Catalogue } from '../errors/index.js'
 import { formatMoney } from '../pricing/money.js'
 import { InvalidCursorError, type Store } from '../store/index.js'
@@ -107,17 +108,21 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
     }
   })
 
+  const mailer = createMailer(config.smtp_url, config.mail_from, app.log)
+  app.addHook('onClose', async () => { mailer.close() })
+
+  /** The code goes out by SMTP when configured (a failed send is logged; the user asks again), else to the outbox. */
   const sendCode = async (userId: string, email: string): Promise<void> => {
     const code = newVerificationCode()
     const now = ctx.now()
     await consoleStore.setCode(userId, codeDigest(userId, code), new Date(now.getTime() + config.verification_code_ttl_ms))
-    await consoleStore.addOutbox({
-      id: outboxId(now),
+    const mail = {
       to: email,
       subject: 'Your model gateway verification code',
-      body: `Your verification code is ${code}. It expires in ${Math.round(config.verification_code_ttl_ms / 60_000)} minutes.`,
-      createdAt: now
-    })
+      body: `Your verification code is ${code}. It expires in ${Math.round(config.verification_code_ttl_ms / 60_000)} minutes.`
+    }
+    if (await mailer.send(mail).catch(() => true)) return
+    await consoleStore.addOutbox({ id: outboxId(now), ...mail, createdAt: now })
   }
 
   const ownedKey = async (accountId: string, id: string): Promise<void> => {
