@@ -1,4 +1,4 @@
-// npm run bench [-- --quick | --profile | --abort] [--tsx]
+// npm run bench [-- --quick | --profile | --abort | --stalled] [--tsx]
 //
 // --abort runs only the client-abort scenario (bench/abort.ts: 2000 streams of 30 s aborted
 // client-side, upstream streams counted 2.5 s later at the mock), about a minute per target.
@@ -14,6 +14,7 @@ import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { compileChildren, CORES, pinToCore, REPO_ROOT, type BenchChild } from './child-process.js'
 import { ABORT, abortTable, runAbortTest, type AbortResult } from './abort.js'
+import { runStalledTest, stalledTable, STALLED } from './stalled.js'
 import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
@@ -22,12 +23,12 @@ import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequest
 import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget } from './targets.js'
 
-const USAGE = 'usage: npm run bench [-- --quick | --profile | --abort] [--tsx]'
+const USAGE = 'usage: npm run bench [-- --quick | --profile | --abort | --stalled] [--tsx]'
 const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results')
 
 const args = process.argv.slice(2)
 for (const a of args) {
-  if (a !== '--quick' && a !== '--profile' && a !== '--tsx' && a !== '--abort') {
+  if (a !== '--quick' && a !== '--profile' && a !== '--tsx' && a !== '--abort' && a !== '--stalled') {
     process.stderr.write(`unknown option ${a}\n${USAGE}\n`)
     process.exit(2)
   }
@@ -35,6 +36,7 @@ for (const a of args) {
 const quick = args.includes('--quick')
 const profile = args.includes('--profile')
 const abortOnly = args.includes('--abort')
+const stalledOnly = args.includes('--stalled')
 /** Children from source under tsx instead of compiled by tsc (see compileChildren). */
 const tsx = args.includes('--tsx')
 const timing = quick ? LOAD.quick : LOAD.full
@@ -243,6 +245,19 @@ async function main (): Promise<number> {
   let rows: ThroughputRow[] = []
   let comparisons: ComparisonRow[] = []
   let memory: MemoryResult[] = []
+  if (stalledOnly) {
+    log(`\none of two pool members stalled: gateway (embedded), first-byte timeout ${STALLED.timeoutMs} ms`)
+    try {
+      const r = await runStalledTest(gatewayTarget, env)
+      log('\n' + stalledTable(r))
+      mkdirSync(RESULTS_DIR, { recursive: true })
+      writeFileSync(join(RESULTS_DIR, 'stalled.json'), JSON.stringify({ finishedAt: new Date().toISOString(), settings: STALLED, result: r }, null, 2) + '\n')
+      for (const f of r.failures) log(`FAILED: ${f}`)
+      return r.failures.length > 0 ? 1 : 0
+    } finally {
+      await mock.stop()
+    }
+  }
   if (abortOnly) {
     log(`\nclient aborts: ${ABORT.streams} streams of ${ABORT.chunks * ABORT.chunkDelayMs / 1000} s per target, counted ${ABORT.afterMs} ms after the abort`)
     return await abortPhase(env, mock)

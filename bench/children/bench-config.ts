@@ -21,3 +21,23 @@ export function withBenchTier (config: GatewayConfig): GatewayConfig {
   const tiers = { ...config.limits.tiers, [BENCH_TIER]: { rank: top, requests_per_minute: 100_000_000, concurrent_streams: 1_000_000 } }
   return { ...config, limits: { ...config.limits, tiers } }
 }
+
+/**
+ * With BENCH_STALLED_URL (bench/stalled.ts): the openai pool gets a second member,
+ * `openai-stalled`, a copy of openai at that URL (a server that accepts connections and never
+ * answers) whose first-byte timeout is BENCH_STALLED_TIMEOUT_MS; both members weigh the same.
+ * Without it the config is unchanged.
+ */
+export function withStalledMember (config: GatewayConfig, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  const url = env.BENCH_STALLED_URL
+  if (url === undefined || url === '') return config
+  const openai = config.providers.openai
+  const pool = config.pools.openai
+  if (openai === undefined || pool === undefined) throw new Error('withStalledMember: the config has no openai provider and pool')
+  const timeout = Number(env.BENCH_STALLED_TIMEOUT_MS ?? 1000)
+  return {
+    ...config,
+    providers: { ...config.providers, 'openai-stalled': { ...openai, base_url: url, timeout_ms: timeout } },
+    pools: { ...config.pools, openai: [...pool, { provider: 'openai-stalled', weight: pool[0]?.weight ?? 1 }] }
+  }
+}

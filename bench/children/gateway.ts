@@ -2,13 +2,14 @@
 // every plugin of the composition root (auth, models, wallet hold, settlement, request log), on embedded
 // SQLite or, with BENCH_DATABASE_URL, PostgreSQL (see seed.ts).
 // BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml);
-// BENCH_STORE_WRITES=off keeps holds, settles and log rows in memory (the gateway-nostore bound).
+// BENCH_STORE_WRITES=off keeps holds, settles and log rows in memory (the gateway-nostore bound);
+// BENCH_STALLED_URL adds a stalled second member to the openai pool (bench/stalled.ts).
 import { loadConfig } from '../../plugins/config/index.js'
 import { outcomeObserver } from '../../plugins/gateway/index.js'
 import { buildServer } from '../../plugins/server/server.js'
 import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
-import { withBenchTier, withoutAddressCap } from './bench-config.js'
+import { withBenchTier, withoutAddressCap, withStalledMember } from './bench-config.js'
 import { runChild } from './child-runtime.js'
 import { billingCounts, openBenchServices } from './seed.js'
 import { ServedCounter } from './served.js'
@@ -18,7 +19,7 @@ await runChild(async () => {
   // The process environment wins, so a target can point one provider elsewhere.
   // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
   // through the gateway's allow-lists as they do through the bare proxy.
-  const config = withBenchTier(withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)))
+  const config = withStalledMember(withBenchTier(withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config))))
   const bench = await openBenchServices(config, { storeWrites: process.env.BENCH_STORE_WRITES !== 'off' })
   const served = new ServedCounter()
   const app = await buildServer({ config, services: bench.services, logger: false, plugins: (defaults) => [...defaults, outcomeObserver(served.onFinish)] })
