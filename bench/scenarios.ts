@@ -73,12 +73,18 @@ export const BILLING_GOAL = 0.7
 /** Auth on the hot path costs at most 10% of the core's throughput. */
 export const AUTH_GOAL = 0.9
 
+/** Portkey's gateway is measured too when BENCH_PORTKEY_DIR names its install (bench/children/portkey.ts). */
+export const WITH_PORTKEY = (process.env.BENCH_PORTKEY_DIR ?? '') !== ''
+/** The full gateway (embedded) serves at least this many times Portkey's throughput. */
+export const PORTKEY_GOAL = 5
+
 const rowsFor = (workload: Workload): Scenario[] => [
   { workload, target: 'gateway-core' },
   { workload, target: 'gateway-auth' },
   { workload, target: 'gateway-nostore' },
   { workload, target: 'gateway', goal: BILLING_GOAL },
-  { workload, target: 'gateway-pg' }
+  { workload, target: 'gateway-pg' },
+  ...(WITH_PORTKEY ? [{ workload, target: 'portkey' }] : [])
 ]
 
 export const SCENARIOS: readonly Scenario[] = [...rowsFor(WORKLOADS.chat), ...rowsFor(WORKLOADS.chatStream)]
@@ -88,7 +94,8 @@ export const COMPARISONS: readonly Comparison[] = [
   { label: 'billing cost', target: 'gateway', over: 'gateway-auth' },
   { label: 'billing logic, no storage', target: 'gateway-nostore', over: 'gateway-auth' },
   { label: 'storage writes', target: 'gateway', over: 'gateway-nostore' },
-  { label: 'billing cost, PostgreSQL', target: 'gateway-pg', over: 'gateway-auth' }
+  { label: 'billing cost, PostgreSQL', target: 'gateway-pg', over: 'gateway-auth' },
+  ...(WITH_PORTKEY ? [{ label: 'gateway over Portkey', target: 'gateway', over: 'portkey', goal: PORTKEY_GOAL }] : [])
 ]
 
 /**

@@ -104,9 +104,35 @@ export const gatewayPgTarget = childTarget(
   true
 )
 
+/**
+ * Portkey's gateway (bench/children/portkey.ts), when BENCH_PORTKEY_DIR names its install: the
+ * provider and the mock's address go in Portkey's request headers, and the mock's control
+ * header (x-mock-chunks) is forwarded by name.
+ */
+export const portkeyTarget: Target = (() => {
+  const child = childTarget('portkey', 'Portkey AI gateway 1.15 (npm @portkey-ai/gateway, node build, @hono/node-server 1.13.5), provider openai with a custom host: the mock', new URL('./children/portkey.ts', import.meta.url))
+  let upstream = ''
+  return {
+    ...child,
+    async start (env, opts) {
+      upstream = env.BENCH_UPSTREAM_URL ?? ''
+      return await child.start(env, opts)
+    },
+    async prepare () {
+      return {
+        headers: {
+          'x-portkey-provider': 'openai',
+          'x-portkey-custom-host': `${upstream}/v1`,
+          'x-portkey-forward-headers': 'x-mock-chunks'
+        }
+      }
+    }
+  }
+})()
+
 /** Every target a scenario or the memory test may name. */
 export const TARGETS: ReadonlyMap<string, Target> = new Map(
-  [bareProxyTarget, gatewayCoreTarget, gatewayAuthTarget, gatewayNoStoreTarget, gatewayTarget, gatewayPgTarget].map((t) => [t.name, t])
+  [bareProxyTarget, gatewayCoreTarget, gatewayAuthTarget, gatewayNoStoreTarget, gatewayTarget, gatewayPgTarget, portkeyTarget].map((t) => [t.name, t])
 )
 
 export function targetNamed (name: string): Target {
