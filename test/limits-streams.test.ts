@@ -22,7 +22,10 @@ function limits (streams: number): Partial<LimitsConfig> {
     default_tier: 'streamy',
     tiers: { streamy: { rank: 0, requests_per_minute: 100_000, concurrent_streams: streams } },
     stream_lease_ttl_ms: LEASE_TTL_MS,
-    stream_lease_renew_ms: RENEW_MS
+    stream_lease_renew_ms: RENEW_MS,
+    // Exact counts across instances: a loaded machine must not push Redis past the timeout
+    // after which an instance decides alone (fail-open).
+    redis_timeout_ms: 10_000
   }
 }
 
