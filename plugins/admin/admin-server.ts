@@ -3,7 +3,7 @@
 // listener that tenants reach; `serve` starts both. Mounting the admin routes on the main app
 // (buildServer's `adminToken`) stays possible for embedded use and tests.
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { AdminConfig, GatewayConfig } from '../config/types.js'
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
@@ -44,7 +44,8 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } },
     bodyLimit: ADMIN_BODY_LIMIT_BYTES,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
-    disableRequestLogging: true,
+    // Fastify's per-request log pair is off (the deprecated `disableRequestLogging` warns on stderr at boot).
+    logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true
   })
   await app.register(adminRoutes, {
