@@ -9,12 +9,15 @@ import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
 import { adminRoutes, adminTokenProblem } from './routes.js'
 import type { AdminThrottle } from './throttle.js'
+import { metricsRoute, type GatewayMetrics } from '../metrics/index.js'
 
 export interface AdminServerOptions {
   config: GatewayConfig
   store: Store
-  /** GATEWAY_ADMIN_TOKEN, already checked with adminTokenProblem. */
-  token: string
+  /** GATEWAY_ADMIN_TOKEN, already checked with adminTokenProblem; without it only the metrics are served. */
+  token?: string | undefined
+  /** Prometheus metrics served at `path` (no admin token: the listener is loopback by default). */
+  metrics?: { metrics: GatewayMetrics, path: string }
   clock?: Clock
   throttle?: AdminThrottle
   logger?: FastifyServerOptions['logger']
@@ -38,7 +41,7 @@ export function adminStartupProblem (token: string | undefined, admin: AdminConf
   return problem === null ? null : `${problem}; the gateway does not start with a weak admin token`
 }
 
-/** A Fastify instance serving only the admin API under /admin/v1; the caller listens and closes it. */
+/** A Fastify instance serving the admin API under /admin/v1 (with a token) and the metrics (when given); the caller listens and closes it. */
 export async function buildAdminServer (opts: AdminServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } },
@@ -48,6 +51,8 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true
   })
+  if (opts.metrics) metricsRoute(app, opts.metrics.metrics, opts.metrics.path)
+  if (opts.token === undefined || opts.token === '') return app
   await app.register(adminRoutes, {
     prefix: ADMIN_PREFIX,
     store: opts.store,

@@ -269,6 +269,29 @@ export interface AdminConfig {
   failure_window_ms: number
 }
 
+export interface MetricsConfig {
+  /** Collect and serve metrics (false: no hook, no cost per request). */
+  enabled: boolean
+  /** `admin`: on the admin listener (loopback by default); `public`: on the tenants' listener. */
+  listener: 'admin' | 'public'
+  /** Path of the Prometheus text exposition. */
+  path: string
+  /** prom-client's process metrics as well. */
+  default_metrics: boolean
+}
+
+export interface AccessLogConfig {
+  /** One line per request (false: no hook, no cost per request). */
+  enabled: boolean
+  /** Pino level of the line. */
+  level: 'trace' | 'debug' | 'info' | 'warn'
+}
+
+export interface ObservabilityConfig {
+  metrics: MetricsConfig
+  access_log: AccessLogConfig
+}
+
 export interface GatewayConfig {
   server: ServerConfig
   families: Record<FamilyName, FamilyConfig>
@@ -286,5 +309,7 @@ export interface GatewayConfig {
   wallet: WalletConfig
   jobs: JobsConfig
   admin: AdminConfig
+  /** Optional for configs built by hand: absent means the schema defaults (both on, metrics on the admin listener). */
+  observability?: ObservabilityConfig
   errors: ErrorsConfig
 }

@@ -5,7 +5,9 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
+import { accessLogPlugin } from '../access-log/index.js'
 import { limitsPlugin } from '../limits/index.js'
+import { metricsPlugin, type GatewayMetrics } from '../metrics/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
 import { operationsPlugin } from '../operations/index.js'
@@ -16,6 +18,7 @@ import { requestPlugin } from '../request/index.js'
 import { requestLogPlugin } from '../request-log/index.js'
 import { upstreamPlugin } from '../upstream/index.js'
 import { walletPlugin } from '../wallet/index.js'
+import { createHoldKeeper } from '../wallet/hold-renewal.js'
 import { reapExpiredHolds } from '../wallet/reaper.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
@@ -43,6 +46,8 @@ export interface GatewayOptions {
   stats?: PipelineStats
   /** Changes the plugin list (tests add a plugin; the bench measures a subset). */
   plugins?: (defaults: GatewayPlugin[]) => GatewayPlugin[]
+  /** Where the metrics concern counts (no metrics hook at all without it). */
+  metrics?: GatewayMetrics
 }
 
 export interface GatewayParts {
@@ -51,6 +56,8 @@ export interface GatewayParts {
   models: ModelCatalogue
   log: FastifyBaseLogger
   random?: () => number
+  /** The instance's metrics; absent: the metrics concern is not in the list (no cost per request). */
+  metrics?: GatewayMetrics
 }
 
 /** The concerns of a request, in the order their hooks run in every phase. */
@@ -58,6 +65,15 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const { config, services, models } = parts
   const { store, clock } = services
   const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log })
+  // Shared by the wallet (it keeps holds) and the metrics (they count them).
+  const keeper = createHoldKeeper({ ledger: store.ledger, warn: (fields) => { parts.log.warn(fields, 'hold renewal') } })
+  parts.metrics?.use({ holdsOutstanding: () => keeper.size(), requestLogPending: () => services.requestLog.pending })
+  const accessLog = config.observability?.access_log
+  // Observability concerns are listed only when configured: off costs nothing per request.
+  const observe: GatewayPlugin[] = [
+    ...(parts.metrics ? [metricsPlugin(parts.metrics)] : []),
+    ...(accessLog === undefined || accessLog.enabled ? [accessLogPlugin(parts.log, accessLog ?? { enabled: true, level: 'info' })] : [])
+  ]
   return [
     limitsPlugin(config.server),
     requestPlugin(config),
@@ -67,9 +83,10 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     operationsPlugin(),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotencyPlugin({ store: store.idempotency }),
-    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log }),
+    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log, keeper }),
     upstreamPlugin({ config, models, jobs, ...(parts.random ? { random: parts.random } : {}) }),
-    requestLogPlugin({ writer: services.requestLog, clock })
+    requestLogPlugin({ writer: services.requestLog, clock }),
+    ...observe
   ]
 }
 
@@ -92,7 +109,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     ...(opts.env ?? {})
   })
   const models = opts.models ?? compileModels(config)
-  const defaults = gatewayPlugins({ config, services, models, log: app.log, ...(opts.random ? { random: opts.random } : {}) })
+  const defaults = gatewayPlugins({ config, services, models, log: app.log, ...(opts.random ? { random: opts.random } : {}), ...(opts.metrics ? { metrics: opts.metrics } : {}) })
   const plugins = opts.plugins ? opts.plugins(defaults) : defaults
   // Every instance releases holds whose instance died (their expiry passed).
   const reaper = reapExpiredHolds(services.store.ledger, config.wallet.reaper_interval_ms, app.log)

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../admin/admin-server.js'
 import { ConfigError, formatProblem, loadConfig } from '../config/index.js'
 import type { GatewayConfig } from '../config/types.js'
-import { buildServer } from './server.js'
+import { buildServer, metricsConfig } from './server.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices } from '../gateway/index.js'
 import { listenFailure, startupLine } from './startup-error.js'
 
@@ -20,6 +20,9 @@ export function offAtBoot (config: GatewayConfig, adminToken: string | undefined
   if (adminToken === undefined || adminToken === '') {
     lines.push('admin API is off: GATEWAY_ADMIN_TOKEN is not set (set it to create accounts and keys over HTTP; the CLI works without it)')
   }
+  const metrics = metricsConfig(config)
+  if (!metrics.enabled) lines.push('metrics are off: observability.metrics.enabled is false')
+  if (config.observability?.access_log.enabled === false) lines.push('access log is off: observability.access_log.enabled is false')
   for (const [name, provider] of Object.entries(config.providers)) {
     const empty = Object.entries(provider.headers)
       .filter(([, value]) => value.replace(/^\s*(Bearer|Basic)\b/i, '').trim() === '')
@@ -65,7 +68,14 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     const opened = services
     // The admin API is not on the public listener: it gets its own, on loopback by default.
     app = await buildServer({ config: loaded.config, services })
-    admin = adminToken ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock }) : null
+    const metricsSettings = metricsConfig(loaded.config)
+    const adminMetrics = app.gatewayMetrics !== null && metricsSettings.listener === 'admin'
+      ? { metrics: app.gatewayMetrics, path: metricsSettings.path }
+      : undefined
+    // The admin listener serves the admin API (with a token) and the metrics (when they live there).
+    admin = adminToken || adminMetrics
+      ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock, ...(adminMetrics ? { metrics: adminMetrics } : {}) })
+      : null
     const adminApp = admin
     app.addHook('onClose', async () => {
       await adminApp?.close()
@@ -85,7 +95,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       } catch (err) {
         throw listenFailure('the admin API', at.host, at.port, err)
       }
-      app.log.info({ admin: admin.server.address() }, 'admin API listening')
+      app.log.info({ admin: admin.server.address(), api: Boolean(adminToken), metrics: adminMetrics?.path ?? null }, 'admin listener ready')
     }
   } catch (err) {
     process.stderr.write(`${STARTUP_FAILURE_PREFIX}${startupLine(err)}\n`)
