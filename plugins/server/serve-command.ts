@@ -65,7 +65,6 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       unknownKeyTtlMs: loaded.config.auth.unknown_key_ttl_ms,
       unknownKeyCacheMax: loaded.config.auth.unknown_key_cache_max
     })
-    const opened = services
     // The admin API is not on the public listener: it gets its own, on loopback by default.
     app = await buildServer({ config: loaded.config, services })
     const metricsSettings = metricsConfig(loaded.config)
@@ -76,11 +75,6 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     admin = adminToken || adminMetrics
       ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock, ...(adminMetrics ? { metrics: adminMetrics } : {}) })
       : null
-    const adminApp = admin
-    app.addHook('onClose', async () => {
-      await adminApp?.close()
-      await opened.close()
-    })
     for (const line of offAtBoot(loaded.config, adminToken)) app.log.warn(line)
     const { port, host } = loaded.config.server
     try {
@@ -101,12 +95,15 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     process.stderr.write(`${STARTUP_FAILURE_PREFIX}${startupLine(err)}\n`)
     // Whatever was opened is closed, so the process exits instead of waiting on a socket.
     try {
-      if (app !== undefined) await app.close()
-      else await services?.close()
+      await app?.close()
+      await admin?.close()
+      await services?.close()
     } catch { /* the start already failed; its line is out */ }
     return 1
   }
   const ready = app
+  const adminApp = admin
+  const opened = services
   app.log.info({ config: file, hash: loaded.hash.slice(0, 12) }, 'model gateway ready')
   return await new Promise<number>((resolve) => {
     let closing = false
@@ -114,10 +111,18 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       if (closing) return
       closing = true
       ready.log.info({ signal }, 'shutting down: finishing in-flight requests')
-      ready.close().then(() => resolve(0), (err: unknown) => {
-        ready.log.error({ err }, 'shutdown failed')
-        resolve(1)
-      })
+      // In this order, each step after the previous one ended: stop accepting and let the
+      // answers finish (up to server.shutdown_grace_ms), settle every request (the gateway's
+      // close waits for them), close the admin listener, then flush the request log and close
+      // the stores. A hook on the server's close would run before the gateway's own (Fastify
+      // closes the plugins loaded last first) and close the stores under the settlements.
+      ready.close()
+        .then(async () => { await adminApp?.close() })
+        .then(async () => { await opened.close() })
+        .then(() => resolve(0), (err: unknown) => {
+          ready.log.error({ err }, 'shutdown failed')
+          resolve(1)
+        })
     }
     process.once('SIGINT', () => stop('SIGINT'))
     process.once('SIGTERM', () => stop('SIGTERM'))
