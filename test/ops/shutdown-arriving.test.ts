@@ -161,9 +161,9 @@ async function shutdownWithArrivals (t: Test, backend: 'sqlite' | 'pg', { graceM
   child.kill('SIGTERM')
   // New requests keep arriving while the gateway shuts down, until it is gone.
   const arrivals: Array<Promise<Sent>> = []
-  let stopped = false
-  void exited.then(() => { stopped = true })
-  while (!stopped) {
+  const state = { stopped: false }
+  exited.then(() => { state.stopped = true }, () => { state.stopped = true })
+  while (!state.stopped) {
     arrivals.push(send(false, {}), send(true, { 'x-mock-chunks': '3', 'x-mock-chunk-delay-ms': '20' }))
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
