@@ -89,7 +89,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       } catch (err) {
         throw listenFailure('the admin API', at.host, at.port, err)
       }
-      app.log.info({ admin: admin.server.address(), api: Boolean(adminToken), metrics: adminMetrics?.path ?? null }, 'admin listener ready')
+      app.log.info({ admin: admin.server.address(), metrics: adminMetrics?.path ?? null }, adminToken ? 'admin API listening' : 'admin listener ready (metrics only)')
     }
   } catch (err) {
     process.stderr.write(`${STARTUP_FAILURE_PREFIX}${startupLine(err)}\n`)
