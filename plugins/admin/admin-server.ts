@@ -3,7 +3,7 @@
 // listener that tenants reach; `serve` starts both. Mounting the admin routes on the main app
 // (buildServer's `adminToken`) stays possible for embedded use and tests.
 import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { AdminConfig, GatewayConfig } from '../config/types.js'
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
@@ -21,6 +21,8 @@ export interface AdminServerOptions {
   clock?: Clock
   throttle?: AdminThrottle
   logger?: FastifyServerOptions['logger']
+  /** A logger to share (serve passes the public server's, so their lines come out in order). */
+  loggerInstance?: FastifyBaseLogger
 }
 
 /** Where the admin listener binds: GATEWAY_ADMIN_HOST / GATEWAY_ADMIN_PORT, else `config.admin`. */
@@ -44,7 +46,9 @@ export function adminStartupProblem (token: string | undefined, admin: AdminConf
 /** A Fastify instance serving the admin API under /admin/v1 (with a token) and the metrics (when given); the caller listens and closes it. */
 export async function buildAdminServer (opts: AdminServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } },
+    ...(opts.loggerInstance
+      ? { loggerInstance: opts.loggerInstance }
+      : { logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } } }),
     bodyLimit: ADMIN_BODY_LIMIT_BYTES,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     // Fastify's per-request log pair is off (the deprecated `disableRequestLogging` warns on stderr at boot).

@@ -73,7 +73,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       : undefined
     // The admin listener serves the admin API (with a token) and the metrics (when they live there).
     admin = adminToken || adminMetrics
-      ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock, ...(adminMetrics ? { metrics: adminMetrics } : {}) })
+      ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock, loggerInstance: app.log.child({ listener: 'admin' }), ...(adminMetrics ? { metrics: adminMetrics } : {}) })
       : null
     for (const line of offAtBoot(loaded.config, adminToken)) app.log.warn(line)
     const { port, host } = loaded.config.server
