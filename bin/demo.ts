@@ -16,7 +16,6 @@ const { config } = loadConfig(process.env.GATEWAY_CONFIG ?? './gateway.yaml', { 
 const services = await openServices({ dataDir, secret: process.env.GATEWAY_SECRET, defaultTier: config.limits.default_tier })
 const adminToken = process.env.GATEWAY_ADMIN_TOKEN ?? 'demo-admin-token'
 const app = await buildServer({ config, services, adminToken, logger: { level: 'warn' } })
-app.addHook('onClose', async () => { await services.close(); await mock.close() })
 
 const account = await services.store.accounts.create({ name: 'demo' })
 const created = await services.store.keys.create({ accountId: account.id, name: 'demo key' })
@@ -49,6 +48,9 @@ Account ${account.id} has 5.00 in its wallet. Demo key (shown once): ${key}
 
 Ctrl-C stops it.
 `)
-const stop = (): void => { app.close().then(() => process.exit(0), () => process.exit(1)) }
+// The stores close after the gateway has closed (its settlements and request log flush first).
+const stop = (): void => {
+  app.close().then(async () => { await services.close(); await mock.close() }).then(() => process.exit(0), () => process.exit(1))
+}
 process.once('SIGINT', stop)
 process.once('SIGTERM', stop)

@@ -46,4 +46,11 @@ async function main (argv: readonly string[]): Promise<number> {
   return await command(args)
 }
 
-process.exitCode = await main(process.argv.slice(2))
+try {
+  process.exitCode = await main(process.argv.slice(2))
+} catch (err) {
+  // Nothing a command failed on reaches the operator as a stack trace: one line, exit 1.
+  const message = err instanceof Error ? err.message : String(err)
+  process.stderr.write(`model-gateway: ${message.split('\n', 1)[0] ?? message}\n`)
+  process.exitCode = 1
+}

@@ -168,7 +168,7 @@ t.test('include merges top-level keys of included files', async (t) => {
   t.equal(files[0], withIncludes)
   t.equal(files.length, 9)
   t.ok(files.includes(join(valid, '..', 'parts', 'errors.yaml')))
-  t.same(Object.keys(config).sort(), ['admin', 'auth', 'console', 'errors', 'families', 'jobs', 'limits', 'models', 'operations', 'pools', 'providers', 'routes', 'server', 'upstream', 'wallet'], 'wallet, jobs, admin, console, upstream and operation defaults are filled even when the sections are absent')
+  t.same(Object.keys(config).sort(), ['admin', 'auth', 'console', 'errors', 'families', 'jobs', 'limits', 'models', 'observability', 'operations', 'pools', 'providers', 'routes', 'server', 'upstream', 'wallet'], 'wallet, jobs, admin, console, observability, upstream and operation defaults are filled even when the sections are absent')
   t.equal(config.routes.length, 2)
   t.same(config.models[0]?.fallbacks, ['openai/gpt-4o-mini'])
   t.notOk('include' in config, 'include is not part of the loaded config')

@@ -37,7 +37,7 @@ for (const [file, schema] of schemas) walk(file, schema, '#')
 
 t.test('one schema file per section', async (t) => {
   t.same([...schemas.keys()].sort(), [
-    'admin', 'auth', 'console', 'errors', 'families', 'gateway', 'jobs', 'limits', 'models', 'operations', 'pools', 'providers', 'routes', 'server', 'upstream', 'wallet'
+    'admin', 'auth', 'console', 'errors', 'families', 'gateway', 'jobs', 'limits', 'models', 'observability', 'operations', 'pools', 'providers', 'routes', 'server', 'upstream', 'wallet'
   ].map((s) => `${s}.schema.json`))
 })
 

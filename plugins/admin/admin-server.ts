@@ -3,24 +3,29 @@
 // listener that tenants reach; `serve` starts both. Mounting the admin routes on the main app
 // (buildServer's `adminToken`) stays possible for embedded use and tests.
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { AdminConfig, GatewayConfig } from '../config/types.js'
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
 import { adminRoutes, adminTokenProblem } from './routes.js'
 import type { AdminThrottle } from './throttle.js'
 import { createUpstreamView, upstreamAdminRoutes, type UpstreamView } from '../upstream/view.js'
+import { metricsRoute, type GatewayMetrics } from '../metrics/index.js'
 
 export interface AdminServerOptions {
   config: GatewayConfig
   store: Store
-  /** GATEWAY_ADMIN_TOKEN, already checked with adminTokenProblem. */
-  token: string
+  /** GATEWAY_ADMIN_TOKEN, already checked with adminTokenProblem; without it only the metrics are served. */
+  token?: string | undefined
+  /** Prometheus metrics served at `path` (no admin token: the listener is loopback by default). */
+  metrics?: { metrics: GatewayMetrics, path: string }
   clock?: Clock
   throttle?: AdminThrottle
   logger?: FastifyServerOptions['logger']
   /** The gateway's upstream circuit state (GET /admin/v1/upstreams); absent: the route lists none. */
   upstreamView?: UpstreamView
+  /** A logger to share (serve passes the public server's, so their lines come out in order). */
+  loggerInstance?: FastifyBaseLogger
 }
 
 /** Where the admin listener binds: GATEWAY_ADMIN_HOST / GATEWAY_ADMIN_PORT, else `config.admin`. */
@@ -41,15 +46,20 @@ export function adminStartupProblem (token: string | undefined, admin: AdminConf
   return problem === null ? null : `${problem}; the gateway does not start with a weak admin token`
 }
 
-/** A Fastify instance serving only the admin API under /admin/v1; the caller listens and closes it. */
+/** A Fastify instance serving the admin API under /admin/v1 (with a token) and the metrics (when given); the caller listens and closes it. */
 export async function buildAdminServer (opts: AdminServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } },
+    ...(opts.loggerInstance
+      ? { loggerInstance: opts.loggerInstance }
+      : { logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } } }),
     bodyLimit: ADMIN_BODY_LIMIT_BYTES,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
-    disableRequestLogging: true,
+    // Fastify's per-request log pair is off (the deprecated `disableRequestLogging` warns on stderr at boot).
+    logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true
   })
+  if (opts.metrics) metricsRoute(app, opts.metrics.metrics, opts.metrics.path)
+  if (opts.token === undefined || opts.token === '') return app
   await app.register(adminRoutes, {
     prefix: ADMIN_PREFIX,
     store: opts.store,

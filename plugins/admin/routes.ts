@@ -4,11 +4,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
-import { type Catalogue, classify, compileCatalogue, gatewayError, renderError, toOccurrence } from '../errors/index.js'
+import { type Catalogue, type ErrorCode, classify, compileCatalogue, gatewayError, renderError, toOccurrence } from '../errors/index.js'
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES } from './constants.js'
 import * as admin from './service.js'
 import type { AdminContext } from './service.js'
+import { ADMIN_SCHEMAS as S, KEY_SCHEMA_CODE, adminValidatorCompiler, schemaRefusal } from './schemas.js'
 import { AdminThrottle } from './throttle.js'
 
 export interface AdminRoutesOptions {
@@ -62,7 +63,10 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
   // Digests have equal length whatever was sent, so timingSafeEqual never leaks the token's length.
   const expected = sha256(opts.token)
 
-  const sendError = (req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {
+  const sendError = (req: FastifyRequest, reply: FastifyReply, caught: unknown): FastifyReply => {
+    // A body or query the route's schema refused: a 400 naming the field, in the route's code.
+    const code = (req.routeOptions.config as { invalidCode?: ErrorCode } | undefined)?.invalidCode ?? 'REQUEST_INVALID'
+    const err = schemaRefusal(caught, code) ?? caught
     // Only the error itself is logged: never the request's headers or body (token, keys).
     if (classify(err).internal) req.log.error({ err }, 'admin API: unexpected error')
     const rendered = renderError(toOccurrence(err, req.id, catalogue), 'chat', catalogue)
@@ -106,28 +110,31 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
     }
   })
 
-  app.post('/accounts', async (req, reply) => reply.code(201).send(await admin.createAccount(ctx, req.body)))
-  app.get('/accounts', async (req) => await admin.listAccounts(ctx, req.query))
-  app.get<{ Params: IdParams }>('/accounts/:id', async (req) => await admin.getAccount(ctx, req.params.id))
-  app.patch<{ Params: IdParams }>('/accounts/:id', async (req) => await admin.updateAccount(ctx, req.params.id, req.body))
+  app.setValidatorCompiler(adminValidatorCompiler())
+  const keyRoute = { invalidCode: KEY_SCHEMA_CODE }
 
-  app.post<{ Params: IdParams }>('/accounts/:id/keys', async (req, reply) =>
+  app.post('/accounts', { schema: S.createAccount }, async (req, reply) => reply.code(201).send(await admin.createAccount(ctx, req.body)))
+  app.get('/accounts', { schema: S.listAccounts }, async (req) => await admin.listAccounts(ctx, req.query))
+  app.get<{ Params: IdParams }>('/accounts/:id', { schema: S.accountId }, async (req) => await admin.getAccount(ctx, req.params.id))
+  app.patch<{ Params: IdParams }>('/accounts/:id', { schema: S.updateAccount }, async (req) => await admin.updateAccount(ctx, req.params.id, req.body))
+
+  app.post<{ Params: IdParams }>('/accounts/:id/keys', { schema: S.createKey, config: keyRoute }, async (req, reply) =>
     reply.code(201).send(await admin.createKey(ctx, req.params.id, req.body)))
   app.get<{ Params: IdParams }>('/accounts/:id/keys', async (req) => await admin.listKeys(ctx, req.params.id))
-  app.post<{ Params: IdParams }>('/accounts/:id/keys/import-legacy', async (req, reply) =>
+  app.post<{ Params: IdParams }>('/accounts/:id/keys/import-legacy', { schema: S.importLegacyKey, config: keyRoute }, async (req, reply) =>
     reply.code(201).send(await admin.importLegacyKey(ctx, req.params.id, req.body)))
 
   app.get<{ Params: IdParams }>('/keys/:id', async (req) => await admin.getKey(ctx, req.params.id))
-  app.patch<{ Params: IdParams }>('/keys/:id', async (req) => await admin.updateKey(ctx, req.params.id, req.body))
+  app.patch<{ Params: IdParams }>('/keys/:id', { schema: S.updateKey, config: keyRoute }, async (req) => await admin.updateKey(ctx, req.params.id, req.body))
   app.post<{ Params: IdParams }>('/keys/:id/revoke', async (req) => await admin.revokeKey(ctx, req.params.id))
   app.get<{ Params: IdParams }>('/keys/:id/reveal', async (req) => await admin.revealKey(ctx, req.params.id))
 
   app.get('/models', async () => admin.listModels(ctx))
   app.get('/tiers', async () => admin.listTiers(ctx))
 
-  app.post<{ Params: IdParams }>('/accounts/:id/credits', async (req) => await admin.creditAccount(ctx, req.params.id, req.body))
+  app.post<{ Params: IdParams }>('/accounts/:id/credits', { schema: S.credit }, async (req) => await admin.creditAccount(ctx, req.params.id, req.body))
   app.get<{ Params: IdParams }>('/accounts/:id/wallet', async (req) => await admin.getWallet(ctx, req.params.id))
-  app.get('/requests', async (req) => await admin.listRequests(ctx, req.query))
+  app.get('/requests', { schema: S.listRequests }, async (req) => await admin.listRequests(ctx, req.query))
 
   await opts.extraRoutes?.(app, ctx)
 }

@@ -11,6 +11,7 @@ import { gatewayError } from '../errors/index.js'
 import { isLegacyKey } from '../keys/index.js'
 import type { Account, AccountPatch, ApiKeyRecord, Clock, KeyInputContext, KeyInputError, Store } from '../store/index.js'
 import { InvalidCursorError, PostingConflictError, systemClock, validateKeyInput, validateKeyPatch } from '../store/index.js'
+import { MAX_LEDGER_AMOUNT } from '../store/ledger/index.js'
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MINOR_UNIT_DIGITS } from './constants.js'
 import {
   type AccountView,
@@ -287,6 +288,18 @@ export function listModels (ctx: AdminContext): Page<ModelView> {
 
 const CREDIT_FIELDS = new Set(['amount', 'kind', 'idempotency_key', 'note'])
 
+/**
+ * Largest single credit, in currency units: the ledger moves at most 10^18 nano-units (10^9
+ * units) in one posting, so that no sum of a few postings can leave PostgreSQL's and SQLite's
+ * signed 64-bit integers (about 9.22 * 10^18 nano-units).
+ */
+export const MAX_CREDIT_UNITS = 1_000_000_000
+/**
+ * Largest balance a credit may produce, in nano-units (5 * 10^9 units): the int64 columns hold
+ * about 9.22 * 10^18, so even four maximal credits racing past this check cannot overflow them.
+ */
+export const MAX_BALANCE = 5n * 10n ** 18n
+
 export interface WalletView {
   account_id: string
   balance: string
@@ -326,6 +339,7 @@ export async function creditAccount (ctx: AdminContext, id: string, body: unknow
     throw requestInvalid('amount', 'amount must be a decimal string such as "25.00" (at most 9 decimals).')
   }
   if (amount <= 0n) throw requestInvalid('amount', 'amount must be more than 0.')
+  if (amount > MAX_LEDGER_AMOUNT) throw requestInvalid('amount', `amount must be at most ${MAX_CREDIT_UNITS} per credit.`)
   const kind = fields.get('kind') ?? 'topup'
   if (kind !== 'topup' && kind !== 'grant') throw requestInvalid('kind', 'kind must be "topup" or "grant".')
   const key = fields.get('idempotency_key')
@@ -335,6 +349,10 @@ export async function creditAccount (ctx: AdminContext, id: string, body: unknow
   const note = fields.get('note')
   if (note !== undefined && (typeof note !== 'string' || note.length > 500)) throw requestInvalid('note', 'note must be a string of at most 500 characters.')
   const postingId = `credit:${account.id}:${key ?? randomUUID()}`
+  const before = await ctx.store.ledger.wallet(account.id)
+  if (before.balance + amount > MAX_BALANCE) {
+    throw requestInvalid('amount', `This credit would take the balance above ${formatMoney(MAX_BALANCE)}, the most one account may hold.`)
+  }
   try {
     await ctx.store.ledger.credit({ accountId: account.id, amount, kind, postingId, ...(note === undefined ? {} : { note }) })
   } catch (err) {

@@ -394,6 +394,29 @@ export interface ConsoleConfig {
   mail_from: string
 }
 
+export interface MetricsConfig {
+  /** Collect and serve metrics (false: no hook, no cost per request). */
+  enabled: boolean
+  /** `admin`: on the admin listener (loopback by default); `public`: on the tenants' listener. */
+  listener: 'admin' | 'public'
+  /** Path of the Prometheus text exposition. */
+  path: string
+  /** prom-client's process metrics as well. */
+  default_metrics: boolean
+}
+
+export interface AccessLogConfig {
+  /** One line per request (false: no hook, no cost per request). */
+  enabled: boolean
+  /** Pino level of the line. */
+  level: 'trace' | 'debug' | 'info' | 'warn'
+}
+
+export interface ObservabilityConfig {
+  metrics: MetricsConfig
+  access_log: AccessLogConfig
+}
+
 export interface GatewayConfig {
   server: ServerConfig
   families: Record<FamilyName, FamilyConfig>
@@ -413,5 +436,7 @@ export interface GatewayConfig {
   jobs: JobsConfig
   admin: AdminConfig
   console: ConsoleConfig
+  /** Optional for configs built by hand: absent means the schema defaults (both on, metrics on the admin listener). */
+  observability?: ObservabilityConfig
   errors: ErrorsConfig
 }

@@ -6,7 +6,9 @@ import { admissionPlugin } from '../admission/index.js'
 import { authPlugin } from '../auth/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
+import { accessLogPlugin } from '../access-log/index.js'
 import { limitsPlugin } from '../limits/index.js'
+import { metricsPlugin, type GatewayMetrics } from '../metrics/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
 import { operationsPlugin } from '../operations/index.js'
@@ -17,6 +19,7 @@ import { requestPlugin } from '../request/index.js'
 import { requestLogPlugin } from '../request-log/index.js'
 import { upstreamPlugin, type UpstreamView } from '../upstream/index.js'
 import { walletPlugin } from '../wallet/index.js'
+import { createHoldKeeper } from '../wallet/hold-renewal.js'
 import { reapExpiredHolds } from '../wallet/reaper.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
@@ -46,6 +49,8 @@ export interface GatewayOptions {
   plugins?: (defaults: GatewayPlugin[]) => GatewayPlugin[]
   /** Filled with a reader of the upstreams' circuit state (the admin API's GET /upstreams). */
   upstreamView?: UpstreamView
+  /** Where the metrics concern counts (no metrics hook at all without it). */
+  metrics?: GatewayMetrics
 }
 
 export interface GatewayParts {
@@ -55,6 +60,8 @@ export interface GatewayParts {
   log: FastifyBaseLogger
   random?: () => number
   upstreamView?: UpstreamView
+  /** The instance's metrics; absent: the metrics concern is not in the list (no cost per request). */
+  metrics?: GatewayMetrics
 }
 
 /** The concerns of a request, in the order their hooks run in every phase. */
@@ -62,6 +69,21 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const { config, services, models } = parts
   const { store, clock } = services
   const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log })
+  // Shared by the wallet (it keeps holds) and the metrics (they count them).
+  const keeper = createHoldKeeper({ ledger: store.ledger, warn: (fields) => { parts.log.warn(fields, 'hold renewal') } })
+  const view = parts.upstreamView
+  parts.metrics?.use({
+    holdsOutstanding: () => keeper.size(),
+    requestLogPending: () => services.requestLog.pending,
+    // The breaker's state as the admin API shows it, read when Prometheus scrapes.
+    ...(view ? { circuits: () => view.read?.().providers ?? [] } : {})
+  })
+  const accessLog = config.observability?.access_log
+  // Observability concerns are listed only when configured: off costs nothing per request.
+  const observe: GatewayPlugin[] = [
+    ...(parts.metrics ? [metricsPlugin(parts.metrics)] : []),
+    ...(accessLog === undefined || accessLog.enabled ? [accessLogPlugin(parts.log, accessLog ?? { enabled: true, level: 'info' })] : [])
+  ]
   return [
     requestPlugin(config),
     modelsPlugin(models),
@@ -74,7 +96,7 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     admissionPlugin(config, models),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotencyPlugin({ store: store.idempotency }),
-    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log }),
+    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log, keeper }),
     upstreamPlugin({
       config,
       models,
@@ -83,7 +105,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
       ...(parts.upstreamView ? { view: parts.upstreamView } : {}),
       onHealthCheckError: (provider, err) => { parts.log.warn({ provider, code: (err as { code?: string }).code }, 'upstream health check failed') }
     }),
-    requestLogPlugin({ writer: services.requestLog, clock })
+    requestLogPlugin({ writer: services.requestLog, clock }),
+    ...observe
   ]
 }
 
@@ -113,7 +136,8 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     models,
     log: app.log,
     ...(opts.random ? { random: opts.random } : {}),
-    ...(opts.upstreamView ? { upstreamView: opts.upstreamView } : {})
+    ...(opts.upstreamView ? { upstreamView: opts.upstreamView } : {}),
+    ...(opts.metrics ? { metrics: opts.metrics } : {})
   })
   const plugins = opts.plugins ? opts.plugins(defaults) : defaults
   // Every instance releases holds whose instance died (their expiry passed).

@@ -8,6 +8,8 @@ import { RequestLogWriter } from '../store/request-log/writer.js'
 import type { Store } from '../store/types.js'
 
 import { KEY_INVALIDATION_CHANNEL } from '../admin/constants.js'
+import { ServerSecretError } from '../keys/server-secret.js'
+import { StartupError, causeOf, whereOf } from '../server/startup-error.js'
 
 export interface ServiceEnv {
   /** PostgreSQL when set (many instances), else embedded SQLite under dataDir. */
@@ -81,10 +83,29 @@ export function serviceEnvFromProcess (env: NodeJS.ProcessEnv = process.env): Se
 
 export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
   const clock = env.clock ?? systemClock
+  // Connection errors before the bus is ready are the start-up failure's one line, not warnings.
+  let busReady = false
+  let lastWarning = ''
+  let connectError: Error | undefined
+  const onBusError = (err: Error): void => {
+    if (!busReady) {
+      connectError ??= err
+      return
+    }
+    if (err.message === lastWarning) return
+    lastWarning = err.message
+    process.emitWarning(`redis invalidation bus: ${err.message}`)
+  }
   const bus: InvalidationBus = env.redisUrl
-    ? new RedisInvalidationBus(env.redisUrl, env.channel ?? KEY_INVALIDATION_CHANNEL)
+    ? new RedisInvalidationBus(env.redisUrl, env.channel ?? KEY_INVALIDATION_CHANNEL, { onError: onBusError })
     : new LocalInvalidationBus()
-  await bus.ready()
+  try {
+    await bus.ready()
+    busReady = true
+  } catch (err) {
+    await bus.close()
+    throw new StartupError(`Redis at ${whereOf(env.redisUrl ?? '', 6379)} (REDIS_URL) is unreachable: ${causeOf(connectError ?? err)}`, { cause: err })
+  }
   let store: Store
   try {
     store = await openStore({
@@ -98,7 +119,11 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
     })
   } catch (err) {
     await bus.close()
-    throw err
+    if (err instanceof ServerSecretError || err instanceof StartupError) throw err
+    const where = env.databaseUrl
+      ? `PostgreSQL at ${whereOf(env.databaseUrl, 5432)} (DATABASE_URL)`
+      : `the embedded database in ${env.dataDir ?? './data'} (GATEWAY_DATA_DIR)`
+    throw new StartupError(`${where} cannot be opened: ${causeOf(err)}`, { cause: err })
   }
   const keyCache = new KeyCache({
     bus,

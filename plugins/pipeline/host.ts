@@ -9,6 +9,13 @@ import type { Outcome, RequestContext } from './context.js'
 import { planPhases, runPhase, type ForwardControl, type GatewayPlugin, type PhasePlan } from './plugin.js'
 import { newRequestId } from './request-id.js'
 
+/**
+ * At close, how much longer than `server.drain_timeout_ms` the host waits for requests whose
+ * connection was closed under them to end: a relay whose client is gone reads its upstream for
+ * the usage up to the drain timeout, then aborts it and ends the request.
+ */
+export const CLOSE_DRAIN_MARGIN_MS = 2000
+
 /** Live counts a standalone server reads to shut down gracefully. */
 export interface PipelineStats {
   /** Requests between arrival and the end of their answer. */
@@ -197,9 +204,21 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err))
   app.setNotFoundHandler((req, reply) => sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND')))
   app.addHook('onClose', async () => {
-    // Every answer has ended (a server waits for them before closing); their settlements
-    // must finish before any plugin closes what they write to.
-    while (settlements.size > 0) await Promise.allSettled([...settlements])
+    // Answers cut when the server closed their connections (a stream that outlived the
+    // shutdown grace) end a moment later, when their relay sees the socket go: wait for every
+    // request to end (bounded), and for every settlement, before any plugin closes what they
+    // write to (the ledger, the request log).
+    const started = Date.now()
+    const deadline = started + config.server.drain_timeout_ms + CLOSE_DRAIN_MARGIN_MS
+    while (settlements.size > 0 || (stats.inflight > 0 && Date.now() < deadline)) {
+      if (settlements.size > 0) await Promise.allSettled([...settlements])
+      else await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    if (stats.inflight > 0) {
+      app.log.warn({ requests: stats.inflight }, 'requests still running at close: their holds are left to the reaper')
+    } else if (Date.now() - started > 100) {
+      app.log.info({ waitedMs: Date.now() - started }, 'shutdown: every request ended and settled')
+    }
     for (const p of [...phases.plugins].reverse()) await p.close?.()
   })
 

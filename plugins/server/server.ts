@@ -2,8 +2,12 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
+import { configHash } from '../config/snapshot.js'
+import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'
+import { GatewayMetrics, metricsRoute } from '../metrics/index.js'
 import { serverBounds } from '../request/server-bounds.js'
 import { createUpstreamView, upstreamAdminRoutes } from '../upstream/index.js'
+import { readinessRoute, type ConfigState } from './readiness.js'
 import { gatewayClientErrors, gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
@@ -12,13 +16,31 @@ export const REDACTED_PATHS = [
   'req.headers["x-goog-api-key"]', 'req.headers.cookie', 'headers.authorization', 'headers["x-api-key"]'
 ]
 
-export interface ServerOptions extends Omit<GatewayOptions, 'config' | 'services' | 'stats'> {
+export interface ServerOptions extends Omit<GatewayOptions, 'config' | 'services' | 'stats' | 'metrics'> {
   config: GatewayConfig
   /** Store and key cache; the caller owns them (closes them after the server). */
   services: GatewayServices
   /** GATEWAY_ADMIN_TOKEN: the admin API under /admin/v1 exists only when it is set. */
   adminToken?: string | undefined
   logger?: FastifyServerOptions['logger']
+  /**
+   * The instance's metrics; default one built when `observability.metrics.enabled` (null: none).
+   * Served here when `observability.metrics.listener` is `public`; `serve` passes the same one
+   * to the admin listener otherwise.
+   */
+  metrics?: GatewayMetrics | null
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The metrics the gateway on this server counts into (null when off). */
+    gatewayMetrics: GatewayMetrics | null
+  }
+}
+
+/** `observability.metrics` with the schema's defaults (a config built by hand may omit it). */
+export function metricsConfig (config: GatewayConfig): NonNullable<GatewayConfig['observability']>['metrics'] {
+  return config.observability?.metrics ?? { enabled: true, listener: 'admin', path: '/metrics', default_metrics: true }
 }
 
 /** The standalone server: the gateway plugin at the root, plus health endpoints and a graceful shutdown. */
@@ -41,12 +63,15 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   })
   const stats: PipelineStats = { inflight: 0 }
   app.get('/healthz', async () => ({ status: 'ok' }))
-  app.get('/readyz', async (_req, reply) => {
-    // A closing instance is not ready: a load balancer stops sending it requests.
-    if (stats.closing === true) return await reply.code(503).header('cache-control', 'no-store').send({ status: 'closing' })
-    return { status: 'ready' }
-  })
-  const { services, logger: _logger, adminToken, ...gatewayOptions } = opts
+  const { services, logger: _logger, adminToken, metrics: givenMetrics, ...gatewayOptions } = opts
+  const configState: ConfigState = { hash: configHash(opts.config) }
+  readinessRoute(app, { store: services.store, redis: services.store.bus instanceof RedisInvalidationBus, config: () => configState, closing: () => stats.closing === true })
+  const metricsSettings = metricsConfig(opts.config)
+  const metrics = givenMetrics !== undefined
+    ? givenMetrics
+    : metricsSettings.enabled ? new GatewayMetrics({ defaultMetrics: metricsSettings.default_metrics }) : null
+  app.decorate('gatewayMetrics', metrics)
+  if (metrics !== null && metricsSettings.listener === 'public') metricsRoute(app, metrics, metricsSettings.path)
   if (services.store.secretGenerated) {
     app.log.warn('GATEWAY_SECRET is not set: using the generated secret in the data directory (embedded dev mode only)')
   }
@@ -60,7 +85,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     app.server.closeAllConnections()
   })
   const upstreamView = gatewayOptions.upstreamView ?? createUpstreamView()
-  await app.register(modelGateway, { ...gatewayOptions, services, stats, upstreamView })
+  await app.register(modelGateway, { ...gatewayOptions, services, stats, upstreamView, ...(metrics !== null ? { metrics } : {}) })
   if (adminToken) {
     await app.register(adminRoutes, {
       prefix: ADMIN_PREFIX,
