@@ -16,6 +16,7 @@ export const ACCOUNTS_USAGE = [
   'accounts create --name N [--tier T]      create an account (tier default: limits.default_tier)',
   '  accounts list [--limit N] [--after ID]   list accounts, oldest first',
   '  accounts get ID | suspend ID | reactivate ID | set-tier ID T',
+  '  accounts set-models ID --models M1,M2 | --all   the models the account\'s keys may use (--all: every model)',
 ].join('\n')
 
 export const KEYS_USAGE = [
@@ -149,6 +150,13 @@ const ACCOUNT_ACTIONS: Record<string, Run> = {
   reactivate: async (args, io) => {
     const [id = ''] = parse(args, {}, ['ID']).positionals
     return await runOperation(io, (ctx) => admin.updateAccount(ctx, id, { status: 'active' }))
+  },
+  'set-models': async (args, io) => {
+    const { values, positionals } = parse(args, { all: { type: 'boolean' }, models: { type: 'string' } }, ['ID'])
+    const [id = ''] = positionals
+    if ((values.all === true) === (typeof values.models === 'string')) throw new UsageError('give exactly one of --models M1,M2 and --all')
+    const models = values.all === true ? null : list(str(values, 'models'))
+    return await runOperation(io, (ctx) => admin.updateAccount(ctx, id, { allowed_models: models }))
   },
   'set-tier': async (args, io) => {
     const [id = '', tier = ''] = parse(args, {}, ['ID', 'TIER']).positionals

@@ -21,5 +21,8 @@ CREATE TABLE key_usage (
   held    BIGINT NOT NULL DEFAULT 0 CHECK (held >= 0),
   PRIMARY KEY (key_id, kind, period)
 );
+
+-- Account-level allowed models (NULL = every model).
+ALTER TABLE accounts ADD COLUMN allowed_models TEXT[];
 `
 }

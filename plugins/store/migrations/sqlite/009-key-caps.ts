@@ -20,5 +20,8 @@ CREATE TABLE key_usage (
   held    INTEGER NOT NULL DEFAULT 0 CHECK (held >= 0),
   PRIMARY KEY (key_id, kind, period)
 ) STRICT, WITHOUT ROWID;
+
+-- Account-level allowed models (JSON array of model ids; NULL = every model).
+ALTER TABLE accounts ADD COLUMN allowed_models TEXT;
 `
 }
