@@ -11,6 +11,7 @@ import {
   runOperation,
 } from './cli-runtime.js'
 import * as admin from './service.js'
+import { getKeyUsage, resetKeyUsage } from './usage.js'
 
 export const ACCOUNTS_USAGE = [
   'accounts create --name N [--tier T]      create an account (tier default: limits.default_tier)',
@@ -21,7 +22,7 @@ export const ACCOUNTS_USAGE = [
 
 export const KEYS_USAGE = [
   'keys create --account ID --name N [KEY FLAGS]   create a key; prints its plaintext `key` once',
-  '  keys list --account ID | get ID | revoke ID | reveal ID',
+  '  keys list --account ID | get ID | revoke ID | reveal ID | usage ID | reset-usage ID',
   '  keys update ID [--name N] [KEY FLAGS]',
   '  keys import-legacy --account ID --key gw_live_… (or --key - to read stdin) --name N [KEY FLAGS]',
   '    KEY FLAGS: --models a,b  --expires ISO  --timezone ZONE  --quota D  --daily-cap D  --monthly-cap D',
@@ -226,6 +227,14 @@ const KEY_ACTIONS: Record<string, Run> = {
   revoke: async (args, io) => {
     const [id = ''] = parse(args, {}, ['ID']).positionals
     return await runOperation(io, (ctx) => admin.revokeKey(ctx, id))
+  },
+  usage: async (args, io) => {
+    const [id = ''] = parse(args, {}, ['ID']).positionals
+    return await runOperation(io, (ctx) => getKeyUsage(ctx, id))
+  },
+  'reset-usage': async (args, io) => {
+    const [id = ''] = parse(args, {}, ['ID']).positionals
+    return await runOperation(io, (ctx) => resetKeyUsage(ctx, id))
   },
   reveal: async (args, io) => {
     const [id = ''] = parse(args, {}, ['ID']).positionals

@@ -8,6 +8,7 @@ import { type Catalogue, classify, compileCatalogue, gatewayError, renderError, 
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES } from './constants.js'
 import * as admin from './service.js'
+import { getKeyUsage, resetKeyUsage } from './usage.js'
 import type { AdminContext } from './service.js'
 import { AdminThrottle } from './throttle.js'
 
@@ -32,6 +33,9 @@ export interface AdminRoutesOptions {
 interface IdParams {
   id: string
 }
+
+/** Routes that take no body: anything but an empty JSON object is refused (REQUEST_INVALID). */
+const NO_BODY = { schema: { body: { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } } } as const
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest()
 const BEARER = /^Bearer +(\S+) *$/i
@@ -121,6 +125,8 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
   app.patch<{ Params: IdParams }>('/keys/:id', async (req) => await admin.updateKey(ctx, req.params.id, req.body))
   app.post<{ Params: IdParams }>('/keys/:id/revoke', async (req) => await admin.revokeKey(ctx, req.params.id))
   app.get<{ Params: IdParams }>('/keys/:id/reveal', async (req) => await admin.revealKey(ctx, req.params.id))
+  app.get<{ Params: IdParams }>('/keys/:id/usage', async (req) => await getKeyUsage(ctx, req.params.id))
+  app.post<{ Params: IdParams }>('/keys/:id/usage/reset', NO_BODY, async (req) => await resetKeyUsage(ctx, req.params.id))
 
   app.get('/models', async () => admin.listModels(ctx))
   app.get('/tiers', async () => admin.listTiers(ctx))

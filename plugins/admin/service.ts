@@ -112,7 +112,7 @@ function accountNotFound (): Error {
   return gatewayError('REQUEST_ROUTE_NOT_FOUND', { param: 'account_id', detail: 'Account not found.' })
 }
 
-function keyNotFound (): Error {
+export function keyNotFound (): Error {
   return gatewayError('AUTH_API_KEY_NOT_FOUND', { param: 'key_id' })
 }
 
