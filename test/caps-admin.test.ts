@@ -117,3 +117,55 @@ t.test('account-level allowed models; MODEL_ACCESS_DENIED names the list that re
   await again.arrayBuffer()
   t.equal(again.status, 200, 'cleared: every model again (the key cache saw the change)')
 })
+
+t.test('platform image pause from the admin API: every instance sees it within 1 s; DELETE lifts it; 00:00 UTC ends it', async (t) => {
+  const second = await startTestGateway({ mock: gw.mock, shareStoreWith: gw, services: { clock } })
+  t.teardown(() => second.close())
+  clock.advance(Date.parse('2026-03-09T22:00:00.000Z') - clock.now().getTime())
+  const image = async (base: string): Promise<Response> => await fetch(`${base}/v1/images/generations`, {
+    method: 'POST',
+    headers: { ...gw.auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'openai/gpt-image-1', prompt: 'a cat' })
+  })
+  /** Bounded: the instances' caches hold a read for 1 s. */
+  const statusWithin = async (base: string, want: number): Promise<Response> => {
+    for (let i = 0; ; i++) {
+      const res = await image(base)
+      if (res.status === want || i === 60) return res
+      await res.arrayBuffer()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  const before = await image(second.url)
+  await before.arrayBuffer()
+  t.equal(before.status, 200, 'not paused: served')
+  t.same((await admin('GET', '/images/pause')).json, { paused: false, day: '2026-03-09', resumes_at: null })
+  const on = await admin('POST', '/images/pause')
+  t.same(on.json, { paused: true, day: '2026-03-09', resumes_at: '2026-03-10T00:00:00.000Z' }, 'paused until 00:00 UTC')
+  t.equal((await admin('POST', '/images/pause', { day: 'tomorrow' })).status, 400, 'a body is refused by the route schema')
+  for (const base of [gw.url, second.url]) {
+    const res = await statusWithin(base, 503)
+    t.equal(res.status, 503, 'refused on every instance')
+    t.equal(res.headers.get('x-gateway-error-code'), 'LIMIT_IMAGE_PLATFORM_PAUSED')
+    t.equal(res.headers.get('retry-after'), '7200', 'Retry-After: until 00:00 UTC')
+    await res.arrayBuffer()
+  }
+  const text = await chat(gw.key, 'openai/gpt-4o-mini')
+  await text.arrayBuffer()
+  t.equal(text.status, 200, 'other features unaffected')
+  clock.advance(2 * 3600_000) // 00:00 UTC the next day
+  const resumed = await statusWithin(second.url, 200)
+  await resumed.arrayBuffer()
+  t.equal(resumed.status, 200, 'at 00:00 UTC the pause ends by itself')
+
+  await admin('POST', '/images/pause')
+  const paused = await statusWithin(gw.url, 503)
+  await paused.arrayBuffer()
+  t.equal(paused.status, 503, 'paused again')
+  t.same((await admin('DELETE', '/images/pause')).json, { paused: false, day: '2026-03-10', resumes_at: null })
+  for (const base of [gw.url, second.url]) {
+    const res = await statusWithin(base, 200)
+    await res.arrayBuffer()
+    t.equal(res.status, 200, 'DELETE lifts it on every instance')
+  }
+})

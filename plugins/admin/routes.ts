@@ -9,6 +9,8 @@ import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES } from './constants.js'
 import * as admin from './service.js'
 import { getKeyUsage, resetKeyUsage } from './usage.js'
+import { createImagePauseStore } from '../store/image-pause.js'
+import { imagePauseView } from './image-pause.js'
 import type { AdminContext } from './service.js'
 import { AdminThrottle } from './throttle.js'
 
@@ -127,6 +129,18 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
   app.get<{ Params: IdParams }>('/keys/:id/reveal', async (req) => await admin.revealKey(ctx, req.params.id))
   app.get<{ Params: IdParams }>('/keys/:id/usage', async (req) => await getKeyUsage(ctx, req.params.id))
   app.post<{ Params: IdParams }>('/keys/:id/usage/reset', NO_BODY, async (req) => await resetKeyUsage(ctx, req.params.id))
+
+  const pauses = createImagePauseStore(opts.store.backend)
+  const today = (): string => ctx.now().toISOString().slice(0, 10)
+  app.get('/images/pause', async () => imagePauseView(today(), await pauses.isPaused(today()), ctx.now()))
+  app.post('/images/pause', NO_BODY, async () => {
+    await pauses.pause(today(), ctx.now())
+    return imagePauseView(today(), true, ctx.now())
+  })
+  app.delete('/images/pause', async () => {
+    await pauses.resume(today())
+    return imagePauseView(today(), false, ctx.now())
+  })
 
   app.get('/models', async () => admin.listModels(ctx))
   app.get('/tiers', async () => admin.listTiers(ctx))

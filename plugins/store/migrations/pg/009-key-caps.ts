@@ -24,5 +24,11 @@ CREATE TABLE key_usage (
 
 -- Account-level allowed models (NULL = every model).
 ALTER TABLE accounts ADD COLUMN allowed_models TEXT[];
+
+-- Platform image pauses switched by the admin API: one row per paused UTC day.
+CREATE TABLE image_pauses (
+  day         TEXT PRIMARY KEY,
+  created_at  TIMESTAMPTZ NOT NULL
+);
 `
 }

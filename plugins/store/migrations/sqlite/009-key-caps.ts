@@ -23,5 +23,11 @@ CREATE TABLE key_usage (
 
 -- Account-level allowed models (JSON array of model ids; NULL = every model).
 ALTER TABLE accounts ADD COLUMN allowed_models TEXT;
+
+-- Platform image pauses switched by the admin API: one row per paused UTC day.
+CREATE TABLE image_pauses (
+  day         TEXT PRIMARY KEY,
+  created_at  INTEGER NOT NULL
+) STRICT;
 `
 }
