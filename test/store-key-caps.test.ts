@@ -115,6 +115,17 @@ for (const backend of testBackends()) {
       t.ok((await hold(account, UNIT, c(5))).ok, 'at 00:00 UTC (not Tokyo\'s midnight) the image cap is new')
     })
 
+    t.test('account allowed models: set, kept by other patches, cleared', async (t) => {
+      const { id } = await store.accounts.create({ name: 'models' })
+      t.equal((await store.accounts.get(id))?.allowedModels, null, 'a new account: every model')
+      const set = await store.accounts.update(id, { allowedModels: ['openai/gpt-4o', 'openai/gpt-4o-mini'] })
+      t.same(set.ok && set.value.allowedModels, ['openai/gpt-4o', 'openai/gpt-4o-mini'])
+      await store.accounts.update(id, { name: 'renamed' })
+      t.same((await store.accounts.get(id))?.allowedModels, ['openai/gpt-4o', 'openai/gpt-4o-mini'], 'a patch without the field keeps it')
+      await store.accounts.update(id, { allowedModels: null })
+      t.equal((await store.accounts.get(id))?.allowedModels, null, 'null clears it')
+    })
+
     t.test('100 concurrent holds at a cap never overshoot it; the most that fit are admitted', async (t) => {
       const account = await fund(1000n * UNIT)
       const c = caps('key-race', { dailySpendCap: 37n * UNIT, timezone: 'Europe/Paris' })
