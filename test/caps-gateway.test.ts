@@ -45,9 +45,9 @@ t.test('100 concurrent requests at a daily cap over two instances; then a settle
   const heldBefore = (await store.ledger.wallet(account.id)).held
   const calls = gw.mock.calls.length
 
-  // Slow answers: every hold is decided while the admitted ones are still open.
+  // Slow answers (8 s, room for a loaded machine): every hold is decided while the admitted ones are still open.
   const answers = await Promise.all(Array.from({ length: 100 }, async (_, i) => {
-    const res = await send(i % 2 === 0 ? gw.url : other.url, key.plaintext, 4000)
+    const res = await send(i % 2 === 0 ? gw.url : other.url, key.plaintext, 8000)
     const text = await res.text()
     return { status: res.status, code: res.headers.get('x-gateway-error-code'), text }
   }))
