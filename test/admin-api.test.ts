@@ -139,7 +139,7 @@ for (const backend of testBackends()) {
     t.test('accounts: create, get, list, suspend, reactivate, set tier', async (t) => {
       const created = await call('POST', '/accounts', { name: '  Acme  ' })
       isOk(t, created, 201)
-      t.same(created.json, { id: created.json.id, name: 'Acme', status: 'active', tier: 'free', topped_up: false, created_at: '2030-01-01T00:00:00.000Z' })
+      t.same(created.json, { id: created.json.id, name: 'Acme', status: 'active', tier: 'free', topped_up: false, allowed_models: null, created_at: '2030-01-01T00:00:00.000Z' })
       t.match(created.json.id, /^acct_[0-9A-Za-z]{22}$/)
       accountId = created.json.id
 

@@ -103,6 +103,10 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_CONTEXT_EXCEEDED: { reference: 'GW-MODEL-3017', status: 400, retryable: false, strategy: 'NONE' },
   LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
   LIMIT_IMAGE_PLATFORM_PAUSED: { reference: 'GW-LIMIT-4005', status: 503, retryable: true, strategy: 'WAIT' },
+  // Key caps: not retryable as is (raise or clear the cap, reset the used quota, or wait for the reset).
+  LIMIT_API_KEY_QUOTA_EXHAUSTED: { reference: 'GW-LIMIT-4002', status: 429, retryable: false, strategy: 'NONE' },
+  LIMIT_IMAGE_DAILY_CAP: { reference: 'GW-LIMIT-4004', status: 429, retryable: false, strategy: 'NONE' },
+  LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED: { reference: 'GW-LIMIT-4006', status: 429, retryable: false, strategy: 'NONE' },
   // Produced by the admin failure throttle; Retry-After is the rest of its window (60 s here).
   MODEL_TEMPORARILY_UNAVAILABLE: { reference: 'GW-MODEL-3021', status: 503, retryable: true, strategy: 'BACKOFF', retryAfter: 30 },
   // The spec leaves the status of GW-BILLING-5001 open (its legacy alias INSUFFICIENT_CREDITS was
@@ -123,11 +127,7 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
  * fails when an entry is neither produced by a test here nor listed, and when a listed one is
  * produced (the list went stale).
  */
-const notYetReachable: Readonly<Record<string, string>> = {
-  LIMIT_API_KEY_QUOTA_EXHAUSTED: 'a key quota can be set through the admin API but no stage enforces it yet',
-  LIMIT_IMAGE_DAILY_CAP: 'a key daily_image_cap can be set through the admin API but no stage enforces it yet',
-  LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED: 'a key daily_spend_cap can be set through the admin API but no stage enforces it yet'
-}
+const notYetReachable: Readonly<Record<string, string>> = {}
 
 /** Codes the tests of this file saw the gateway produce. */
 const produced = new Set<string>()
@@ -538,6 +538,30 @@ t.test('LIMIT_IMAGE_PLATFORM_PAUSED: image generation on the pause day (limits.i
   const genaiResumed = await image('genai')
   t.equal(genaiResumed.status, 200, 'on genai too')
   await genaiResumed.arrayBuffer()
+})
+
+t.test('key caps: LIMIT_API_KEY_QUOTA_EXHAUSTED (quota, 30-day cap), LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED, LIMIT_IMAGE_DAILY_CAP in every family that can reach them; nothing forwarded or held', async (t) => {
+  const keyWith = async (fields: Record<string, unknown>): Promise<string> => {
+    const created = await gw.services.store.keys.create({ accountId: gw.account.id, name: 'capped', ...fields })
+    if (!created.ok) throw new Error(created.error)
+    return created.value.plaintext
+  }
+  const quota = await keyWith({ quota: 0n })
+  const monthly = await keyWith({ monthlySpendCap: 0n })
+  const daily = await keyWith({ dailySpendCap: 0n, timezone: 'Asia/Tokyo' })
+  const images = await keyWith({ dailyImageCap: 0 })
+  const heldBefore = (await gw.services.store.ledger.wallet(gw.account.id)).held
+  for (const family of FAMILIES) {
+    await expectError(t, await callAs(gw.url, family, KEY_HEADER[family](quota)), family, 'LIMIT_API_KEY_QUOTA_EXHAUSTED')
+    await expectError(t, await callAs(gw.url, family, KEY_HEADER[family](monthly)), family, 'LIMIT_API_KEY_QUOTA_EXHAUSTED')
+    await expectError(t, await callAs(gw.url, family, KEY_HEADER[family](daily)), family, 'LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED')
+  }
+  // The messages family has no image route; a text request of an image-capped key is served.
+  await expectError(t, await fetch(`${gw.url}/v1/images/generations`, { method: 'POST', headers: { authorization: `Bearer ${images}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'openai/gpt-image-1', prompt: 'a cat' }) }), 'chat', 'LIMIT_IMAGE_DAILY_CAP')
+  await expectError(t, await fetch(`${gw.url}/genai/v1beta/models/genai%2Fimagen-4:generateImages`, { method: 'POST', headers: { 'x-genai-api-key': images, 'content-type': 'application/json' }, body: JSON.stringify({ instances: [{ prompt: 'a cat' }], parameters: { sampleCount: 1 } }) }), 'genai', 'LIMIT_IMAGE_DAILY_CAP')
+  nothingForwarded(t)
+  t.equal((await gw.services.store.ledger.wallet(gw.account.id)).held, heldBefore, 'nothing held')
+  await expectServed(t, await callAs(gw.url, 'messages', KEY_HEADER.messages(images)), 'a text request of the image-capped key')
 })
 
 t.test('LIMIT_RATE_EXCEEDED: a connection over server.max_connections_per_address', async (t) => {

@@ -20,7 +20,7 @@ const CHANNEL = `gateway-test-invalidation-${randomUUID()}`
 
 function entry (keyId: string, accountId: string): CachedKey {
   const now = new Date('2030-01-01T00:00:00Z')
-  const account: Account = { id: accountId, name: 'a', status: 'active', tier: 'free', toppedUp: false, createdAt: now }
+  const account: Account = { id: accountId, name: 'a', status: 'active', tier: 'free', toppedUp: false, allowedModels: null, createdAt: now }
   const key: ApiKeyRecord = {
     id: keyId,
     accountId,

@@ -14,7 +14,7 @@ for (const backend of testBackends()) {
     t.test('create fills defaults', async (t) => {
       const a = await store.accounts.create({ name: 'Acme' })
       t.match(a.id, /^acct_[0-9A-Za-z]{22}$/)
-      t.same(a, { id: a.id, name: 'Acme', status: 'active', tier: 'free', toppedUp: false, createdAt: clock.now() })
+      t.same(a, { id: a.id, name: 'Acme', status: 'active', tier: 'free', toppedUp: false, allowedModels: null, createdAt: clock.now() })
       t.same(await store.accounts.get(a.id), a, 'get returns what create returned')
       const b = await store.accounts.create({ name: 'Big', tier: 'enterprise' })
       t.equal(b.tier, 'enterprise')

@@ -86,6 +86,15 @@ export class MemoryHotLedger implements LedgerStore {
   reapExpired (): Promise<number> { return this.real.reapExpired() }
   wallet (accountId: string): ReturnType<LedgerStore['wallet']> { return this.real.wallet(accountId) }
   entries (accountId: string, opts: Parameters<LedgerStore['entries']>[1]): ReturnType<LedgerStore['entries']> { return this.real.entries(accountId, opts) }
+  /** The bench's keys have no caps: usage questions go to the real store. */
+  async keyUsage (keyId: string, fromDay: string): ReturnType<LedgerStore['keyUsage']> {
+    return await this.real.keyUsage(keyId, fromDay)
+  }
+
+  async resetKeyUsage (keyId: string): ReturnType<LedgerStore['resetKeyUsage']> {
+    return await this.real.resetKeyUsage(keyId)
+  }
+
   async openHolds (accountId: string): ReturnType<LedgerStore['openHolds']> {
     const open = [...this.holds].filter(([, h]) => h.accountId === accountId)
     return open.map(([id, h]) => ({ id, amount: h.amount, expiresAt: h.expiresAt, requestId: h.requestId }))

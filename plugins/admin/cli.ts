@@ -11,16 +11,18 @@ import {
   runOperation,
 } from './cli-runtime.js'
 import * as admin from './service.js'
+import { getKeyUsage, resetKeyUsage } from './usage.js'
 
 export const ACCOUNTS_USAGE = [
   'accounts create --name N [--tier T]      create an account (tier default: limits.default_tier)',
   '  accounts list [--limit N] [--after ID]   list accounts, oldest first',
   '  accounts get ID | suspend ID | reactivate ID | set-tier ID T',
+  '  accounts set-models ID --models M1,M2 | --all   the models the account\'s keys may use (--all: every model)',
 ].join('\n')
 
 export const KEYS_USAGE = [
   'keys create --account ID --name N [KEY FLAGS]   create a key; prints its plaintext `key` once',
-  '  keys list --account ID | get ID | revoke ID | reveal ID',
+  '  keys list --account ID | get ID | revoke ID | reveal ID | usage ID | reset-usage ID',
   '  keys update ID [--name N] [KEY FLAGS]',
   '  keys import-legacy --account ID --key gw_live_… (or --key - to read stdin) --name N [KEY FLAGS]',
   '    KEY FLAGS: --models a,b  --expires ISO  --timezone ZONE  --quota D  --daily-cap D  --monthly-cap D',
@@ -150,6 +152,13 @@ const ACCOUNT_ACTIONS: Record<string, Run> = {
     const [id = ''] = parse(args, {}, ['ID']).positionals
     return await runOperation(io, (ctx) => admin.updateAccount(ctx, id, { status: 'active' }))
   },
+  'set-models': async (args, io) => {
+    const { values, positionals } = parse(args, { all: { type: 'boolean' }, models: { type: 'string' } }, ['ID'])
+    const [id = ''] = positionals
+    if ((values.all === true) === (typeof values.models === 'string')) throw new UsageError('give exactly one of --models M1,M2 and --all')
+    const models = values.all === true ? null : list(str(values, 'models'))
+    return await runOperation(io, (ctx) => admin.updateAccount(ctx, id, { allowed_models: models }))
+  },
   'set-tier': async (args, io) => {
     const [id = '', tier = ''] = parse(args, {}, ['ID', 'TIER']).positionals
     return await runOperation(io, (ctx) => admin.updateAccount(ctx, id, { tier }))
@@ -218,6 +227,14 @@ const KEY_ACTIONS: Record<string, Run> = {
   revoke: async (args, io) => {
     const [id = ''] = parse(args, {}, ['ID']).positionals
     return await runOperation(io, (ctx) => admin.revokeKey(ctx, id))
+  },
+  usage: async (args, io) => {
+    const [id = ''] = parse(args, {}, ['ID']).positionals
+    return await runOperation(io, (ctx) => getKeyUsage(ctx, id))
+  },
+  'reset-usage': async (args, io) => {
+    const [id = ''] = parse(args, {}, ['ID']).positionals
+    return await runOperation(io, (ctx) => resetKeyUsage(ctx, id))
   },
   reveal: async (args, io) => {
     const [id = ''] = parse(args, {}, ['ID']).positionals

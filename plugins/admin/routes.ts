@@ -8,6 +8,9 @@ import { type Catalogue, type ErrorCode, classify, compileCatalogue, gatewayErro
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES } from './constants.js'
 import * as admin from './service.js'
+import { getKeyUsage, resetKeyUsage } from './usage.js'
+import { createImagePauseStore } from '../store/image-pause.js'
+import { imagePauseView } from './image-pause.js'
 import type { AdminContext } from './service.js'
 import { ADMIN_SCHEMAS as S, KEY_SCHEMA_CODE, adminValidatorCompiler, schemaRefusal } from './schemas.js'
 import { AdminThrottle } from './throttle.js'
@@ -33,6 +36,9 @@ export interface AdminRoutesOptions {
 interface IdParams {
   id: string
 }
+
+/** Routes that take no body: anything but an empty JSON object is refused (REQUEST_INVALID). */
+const NO_BODY = { schema: { body: { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } } } as const
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest()
 const BEARER = /^Bearer +(\S+) *$/i
@@ -128,6 +134,20 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
   app.patch<{ Params: IdParams }>('/keys/:id', { schema: S.updateKey, config: keyRoute }, async (req) => await admin.updateKey(ctx, req.params.id, req.body))
   app.post<{ Params: IdParams }>('/keys/:id/revoke', async (req) => await admin.revokeKey(ctx, req.params.id))
   app.get<{ Params: IdParams }>('/keys/:id/reveal', async (req) => await admin.revealKey(ctx, req.params.id))
+  app.get<{ Params: IdParams }>('/keys/:id/usage', async (req) => await getKeyUsage(ctx, req.params.id))
+  app.post<{ Params: IdParams }>('/keys/:id/usage/reset', NO_BODY, async (req) => await resetKeyUsage(ctx, req.params.id))
+
+  const pauses = createImagePauseStore(opts.store.backend)
+  const today = (): string => ctx.now().toISOString().slice(0, 10)
+  app.get('/images/pause', async () => imagePauseView(today(), await pauses.isPaused(today()), ctx.now()))
+  app.post('/images/pause', NO_BODY, async () => {
+    await pauses.pause(today(), ctx.now())
+    return imagePauseView(today(), true, ctx.now())
+  })
+  app.delete('/images/pause', async () => {
+    await pauses.resume(today())
+    return imagePauseView(today(), false, ctx.now())
+  })
 
   app.get('/models', async () => admin.listModels(ctx))
   app.get('/tiers', async () => admin.listTiers(ctx))

@@ -41,7 +41,7 @@ export function adminContext (store: Store, config: GatewayConfig, clock: Clock 
 const MAX_NAME = 100
 // eslint-disable-next-line no-control-regex -- finding control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f\u007f]/
-const ACCOUNT_FIELDS = new Set(['name', 'tier', 'status'])
+const ACCOUNT_FIELDS = new Set(['name', 'tier', 'status', 'allowed_models'])
 
 function requestInvalid (param: string, detail: string): Error {
   return gatewayError('REQUEST_INVALID', { param, detail })
@@ -58,6 +58,20 @@ function onlyFields (body: Map<string, unknown>, allowed: ReadonlySet<string>): 
   for (const field of body.keys()) {
     if (!allowed.has(field)) throw requestInvalid(field, `Unknown field ${JSON.stringify(field)}.`)
   }
+}
+
+/** An account's `allowed_models`: null (every model) or a non-empty list of distinct known model ids. */
+function accountModels (ctx: AdminContext, v: unknown): string[] | null {
+  if (v === null) return null
+  if (!Array.isArray(v) || v.length === 0) throw requestInvalid('allowed_models', 'allowed_models must be a non-empty array of model ids, or null for all models.')
+  const known = new Set(ctx.config.models.map((m) => m.id))
+  const seen = new Set<string>()
+  for (const id of v) {
+    if (typeof id !== 'string' || !known.has(id)) throw requestInvalid('allowed_models', `unknown model ${JSON.stringify(id)}.`)
+    if (seen.has(id)) throw requestInvalid('allowed_models', `duplicate model ${JSON.stringify(id)}.`)
+    seen.add(id)
+  }
+  return [...seen]
 }
 
 function accountName (v: unknown): string {
@@ -99,7 +113,7 @@ function accountNotFound (): Error {
   return gatewayError('REQUEST_ROUTE_NOT_FOUND', { param: 'account_id', detail: 'Account not found.' })
 }
 
-function keyNotFound (): Error {
+export function keyNotFound (): Error {
   return gatewayError('AUTH_API_KEY_NOT_FOUND', { param: 'key_id' })
 }
 
@@ -172,6 +186,7 @@ export async function updateAccount (ctx: AdminContext, id: string, body: unknow
   const patch: AccountPatch = {}
   if (input.get('name') !== undefined) patch.name = accountName(input.get('name'))
   if (input.get('tier') !== undefined) patch.tier = tierName(ctx, input.get('tier'))
+  if (input.has('allowed_models')) patch.allowedModels = accountModels(ctx, input.get('allowed_models'))
   const status = input.get('status')
   if (status !== undefined) {
     if (status !== 'active' && status !== 'suspended') {

@@ -8,6 +8,8 @@ export interface AccountView {
   status: 'active' | 'suspended'
   tier: string
   topped_up: boolean
+  /** Models the account's keys may use (null: all). */
+  allowed_models: string[] | null
   created_at: string
 }
 
@@ -75,6 +77,7 @@ export function accountView (a: Account): AccountView {
     status: a.status,
     tier: a.tier,
     topped_up: a.toppedUp,
+    allowed_models: a.allowedModels,
     created_at: a.createdAt.toISOString(),
   }
 }

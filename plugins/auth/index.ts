@@ -57,8 +57,13 @@ export function authPlugin (deps: AuthDeps): GatewayPlugin {
       ctx.state.auth = found
     },
     resolve (ctx) {
-      const allowed = ctx.state.auth?.key.allowedModels
-      if (ctx.model && allowed && !allowed.includes(ctx.model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model' })
+      const auth = ctx.state.auth
+      const model = ctx.model
+      if (!auth || !model) return
+      const allowed = auth.key.allowedModels
+      if (allowed && !allowed.includes(model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model', detail: 'Refused by the API key\'s allowed models.' })
+      const forAccount = auth.account.allowedModels
+      if (forAccount && !forAccount.includes(model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model', detail: 'Refused by the account\'s allowed models.' })
     }
   }
 }

@@ -4,6 +4,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { admissionPlugin } from '../admission/index.js'
 import { authPlugin } from '../auth/index.js'
+import { capsPlugin } from '../caps/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
 import { accessLogPlugin } from '../access-log/index.js'
@@ -21,6 +22,7 @@ import { upstreamPlugin, type UpstreamView } from '../upstream/index.js'
 import { walletPlugin } from '../wallet/index.js'
 import { createHoldKeeper } from '../wallet/hold-renewal.js'
 import { reapExpiredHolds } from '../wallet/reaper.js'
+import { createImagePauseStore } from '../store/image-pause.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
 export type { Outcome, RequestContext, RequestState } from '../pipeline/context.js'
@@ -90,6 +92,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
     // After auth (the key's policy), before anything reads the body or holds money.
     limitsPlugin({ server: config.server, limits: config.limits, clock, redis: services.limitsRedis, log: parts.log }),
+    // The admin API's image pause (shared by every instance through the store).
+    capsPlugin({ pauses: createImagePauseStore(store.backend), clock }),
     jobsPlugin(jobs, { watch: config.jobs.watcher.enabled }),
     operationsPlugin(),
     // After the model is known, before the hold: refusals the request earns by itself.

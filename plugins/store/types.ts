@@ -16,6 +16,8 @@ export interface Account {
   status: AccountStatus
   tier: string
   toppedUp: boolean
+  /** Models every key of the account may use (null: all); a key's own list narrows it further. */
+  allowedModels: string[] | null
   createdAt: Date
 }
 
@@ -76,6 +78,8 @@ export interface AccountPatch {
   name?: string
   status?: AccountStatus
   tier?: string
+  /** null clears the list (all models). */
+  allowedModels?: string[] | null
 }
 
 export interface AccountStore {

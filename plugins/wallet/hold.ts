@@ -8,6 +8,8 @@ import { parseMoney } from '../pricing/money.js'
 import { urlMediaHold } from '../pricing/url-media.js'
 import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
+import type { CapRefusal, HoldCaps } from '../store/ledger/caps.js'
+import type { ApiKeyRecord } from '../store/types.js'
 import type { HoldKeeper } from './hold-renewal.js'
 
 /** The hold placed for a request: settled after the upstream finishes, or released. */
@@ -33,6 +35,11 @@ export interface WalletDeps {
 
 /** Worst-case cost of the request at this model's price, media sent by URL included. */
 export function worstCaseCost (ctx: RequestContext, model: CompiledModel): bigint {
+  return worstCase(ctx, model).cost
+}
+
+/** The worst case of a request: its cost, and the images it may produce when its operation is metered in images. */
+function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, images: number } {
   const body = ctx.body
   const input: WorstCaseInput = {
     bounds: ctx.plan.op.bounds,
@@ -43,7 +50,32 @@ export function worstCaseCost (ctx: RequestContext, model: CompiledModel): bigin
   }
   // The walk for URL media runs only for models that price it: the common path stays flat.
   const media = model.price.urlMediaItem === undefined ? 0n : urlMediaHold(model.price, worstCaseUrlMedia(input))
-  return costOf(model.price, worstCaseUsage(input)) + media
+  const usage = worstCaseUsage(input)
+  return { cost: costOf(model.price, usage) + media, images: ctx.plan.op.meter.kind === 'images' ? usage.images : 0 }
+}
+
+/** The caps a key's hold is checked against, or undefined for a key without any (no extra statement). */
+function capsOf (key: ApiKeyRecord, images: number): HoldCaps | undefined {
+  if (key.quota === null && key.dailySpendCap === null && key.monthlySpendCap === null && key.dailyImageCap === null) return undefined
+  return {
+    keyId: key.id,
+    timezone: key.timezone,
+    quota: key.quota,
+    dailySpendCap: key.dailySpendCap,
+    monthlySpendCap: key.monthlySpendCap,
+    dailyImageCap: key.dailyImageCap,
+    images
+  }
+}
+
+/** The refusal naming the cap that would be exceeded. */
+function capError (cap: CapRefusal): Error {
+  switch (cap) {
+    case 'quota': return gatewayError('LIMIT_API_KEY_QUOTA_EXHAUSTED', { detail: 'Cap: quota (lifetime).' })
+    case 'monthly_spend_cap': return gatewayError('LIMIT_API_KEY_QUOTA_EXHAUSTED', { detail: 'Cap: monthly_spend_cap (the last 30 days).' })
+    case 'daily_spend_cap': return gatewayError('LIMIT_API_KEY_DAILY_QUOTA_EXHAUSTED')
+    case 'daily_image_cap': return gatewayError('LIMIT_IMAGE_DAILY_CAP')
+  }
 }
 
 /**
@@ -64,13 +96,16 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
       deps.keeper?.drop(previous.holdId)
       await deps.ledger.release(previous.holdId)
     }
-    const amount = worstCaseCost(ctx, model)
+    const { cost: amount, images } = worstCase(ctx, model)
     // A job's charge comes when the job ends: its hold lives longer.
     const ttlMs = ctx.plan.op.job?.role === 'create' ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms
-    const held = await deps.ledger.hold({ accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs })
+    const caps = capsOf(auth.key, images)
+    const held = await deps.ledger.hold(caps === undefined
+      ? { accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs }
+      : { accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs, caps })
     if (!held.ok) {
       delete ctx.state.hold
-      throw gatewayError('BILLING_INSUFFICIENT_CREDITS')
+      throw held.error === 'cap' ? capError(held.cap) : gatewayError('BILLING_INSUFFICIENT_CREDITS')
     }
     const hold: RequestHold = { holdId: held.holdId, amount, accountId: auth.account.id, model, closed: false }
     ctx.state.hold = hold

@@ -1,6 +1,6 @@
 // Input checks shared by both backends: a bad amount is a caller bug and throws before
 // anything touches the database (so one bad call can never fail a whole PostgreSQL batch).
-import type { CreditKind, EntryKind } from './types.js'
+import type { CreditKind, EntryKind, HoldInput } from './types.js'
 
 /** Largest amount one operation may move: 10^9 currency units in nano-units. */
 export const MAX_LEDGER_AMOUNT = 10n ** 18n
@@ -36,8 +36,12 @@ export function checkCredit (input: {
   }
 }
 
-export function checkHold (input: { accountId: string; amount: bigint; floor: bigint; requestId: string; ttlMs: number }): void {
+export function checkHold (input: HoldInput): void {
   checkId('accountId', input.accountId)
+  if (input.caps !== undefined) {
+    checkId('caps.keyId', input.caps.keyId)
+    if (!Number.isSafeInteger(input.caps.images) || input.caps.images < 0) throw new RangeError('caps.images must be a non-negative integer')
+  }
   checkAmount('hold amount', input.amount, 0n)
   if (typeof input.floor !== 'bigint' || input.floor < -MAX_LEDGER_AMOUNT || input.floor > MAX_LEDGER_AMOUNT) {
     throw new RangeError(`floor must be a bigint in ±${MAX_LEDGER_AMOUNT} nano-units`)

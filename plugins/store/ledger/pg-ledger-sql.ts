@@ -86,6 +86,65 @@ created AS (
 SELECT id FROM input WHERE NOT known`
 
 /**
+ * Gives back the reservations of the capped holds in `closed` (a CTE of closed hold rows with
+ * their cap columns; uncapped holds have cap_key_id NULL and add nothing): every bucket loses
+ * the hold's reservation from `held`; `posted` (an expression over `f`, the closed row;
+ * NULL = nothing posted) goes to `used`, and a posted hold's images too. Sums per bucket
+ * first: one UPDATE may change a row only once. The key's wallet is locked already.
+ */
+function unreserveSql (closed: string, posted: string): string {
+  return `
+  UPDATE key_usage u SET held = u.held - d.held, used = u.used + d.used
+  FROM (
+    SELECT key_id, kind, period, SUM(held)::int8 AS held, SUM(used)::int8 AS used
+    FROM (
+      SELECT f.cap_key_id AS key_id, b.kind, b.period, b.held, b.used
+      FROM ${closed} f,
+        LATERAL (SELECT COALESCE(${posted}, 0)::int8 AS posted) p,
+        LATERAL (VALUES
+          ('total', '', f.amount, p.posted),
+          ('spend', f.cap_day, f.amount, p.posted),
+          ('images', f.cap_image_day, f.cap_images::int8, CASE WHEN f.status = 'posted' THEN f.cap_images::int8 ELSE 0 END)
+        ) AS b (kind, period, held, used)
+      WHERE f.cap_key_id IS NOT NULL AND (b.kind <> 'images' OR f.cap_images > 0)
+    ) parts
+    GROUP BY key_id, kind, period
+  ) d
+  WHERE u.key_id = d.key_id AND u.kind = d.kind AND u.period = d.period`
+}
+
+/**
+ * A capped hold (one key, one account), in one transaction after the account's wallet is
+ * locked FOR NO KEY UPDATE (the lock every writer of the key's buckets takes first): the
+ * key's buckets, summed by the caller. $1 key, $2 first local day of the 30-day window,
+ * $3 UTC day of the images.
+ */
+export const CAP_USAGE = `
+SELECT kind, period, used + held AS amount FROM key_usage
+WHERE key_id = $1 AND (kind = 'total' OR (kind = 'spend' AND period >= $2) OR (kind = 'images' AND period = $3))`
+
+/** Locks the wallet of a capped hold: $1 account. Answers its available balance. */
+export const LOCK_WALLET = 'SELECT balance - held AS available FROM wallets WHERE account_id = $1 FOR NO KEY UPDATE'
+
+/**
+ * Places a capped hold and reserves it: $1 hold id, $2 account, $3 amount, $4 request id,
+ * $5 expiry, $6 now, $7 key, $8 local day, $9 UTC day, $10 images.
+ */
+export const CAPPED_HOLD = `
+WITH inserted AS (
+  INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at, cap_key_id, cap_day, cap_image_day, cap_images)
+  VALUES ($1::text, $2::text, $3::int8, 'open', $4::text, $5::timestamptz, $6::timestamptz, $7::text, $8::text, $9::text, $10::int4)
+),
+reserved AS (
+  UPDATE wallets SET held = held + $3::int8, updated_at = $6::timestamptz WHERE account_id = $2::text
+)
+INSERT INTO key_usage (key_id, kind, period, used, held)
+SELECT $7::text, b.kind, b.period, 0, b.held
+FROM (VALUES ('total', '', $3::int8), ('spend', $8::text, $3::int8), ('images', $9::text, $10::int4::int8)) AS b (kind, period, held)
+WHERE b.kind <> 'images' OR $10::int4 > 0
+ON CONFLICT (key_id, kind, period) DO UPDATE SET held = key_usage.held + excluded.held`
+
+/**
  * Settle/release batch. $1 hold ids (distinct), $2 amounts (NULL = release), $3 request
  * ids, $4 notes, $5 entry ids, $6 now. Only holds still open flip (the status re-check makes
  * a concurrent second settle from another process a no-op); a hold past its expiry flips to
@@ -115,7 +174,7 @@ flipped AS (
     settled_at = $6
   FROM req r, locked l
   WHERE h.id = r.hold_id AND h.account_id = l.account_id AND h.status = 'open'
-  RETURNING h.id, h.account_id, h.amount, h.status, h.posted_amount
+  RETURNING h.id, h.account_id, h.amount, h.status, h.posted_amount, h.cap_key_id, h.cap_day, h.cap_image_day, h.cap_images
 ),
 charged AS (
   INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, overage, created_at)
@@ -124,8 +183,9 @@ charged AS (
   FROM flipped f JOIN req r ON r.hold_id = f.id
   WHERE f.status = 'posted'
   ON CONFLICT (posting_id) DO NOTHING
-  RETURNING account_id, amount
+  RETURNING hold_id, account_id, amount
 ),
+unreserved AS (${unreserveSql('flipped', '(SELECT -c.amount FROM charged c WHERE c.hold_id = f.id)')}),
 moved AS (
   UPDATE wallets w SET held = w.held - d.unheld, balance = w.balance + d.charged, updated_at = $6
   FROM (
@@ -162,8 +222,9 @@ flipped AS (
   UPDATE holds h SET status = 'expired', settled_at = $1
   FROM due d, locked l
   WHERE h.id = d.id AND h.account_id = l.account_id AND h.status = 'open'
-  RETURNING h.account_id, h.amount
+  RETURNING h.id, h.account_id, h.amount, h.status, h.cap_key_id, h.cap_day, h.cap_image_day, h.cap_images
 ),
+unreserved AS (${unreserveSql('flipped', 'NULL::int8')}),
 moved AS (
   UPDATE wallets w SET held = w.held - f.total, updated_at = $1
   FROM (SELECT account_id, SUM(amount)::int8 AS total FROM flipped GROUP BY account_id) f

@@ -18,8 +18,9 @@ import {
   checkSettle,
   parseEntryKind,
 } from './ledger-input.js'
-import { CREATE_WALLETS, HOLD_BATCH, REAP, RENEW, SETTLE_BATCH } from './pg-ledger-sql.js'
-import type { HoldResult, LedgerStore, RenewResult, SettleResult } from './types.js'
+import { CAP_USAGE, CAPPED_HOLD, CREATE_WALLETS, HOLD_BATCH, LOCK_WALLET, REAP, RENEW, SETTLE_BATCH } from './pg-ledger-sql.js'
+import { capPeriods, capRefusal, usageOf, type UsageRow } from './caps.js'
+import type { HoldInput, HoldResult, KeyUsageRow, LedgerStore, RenewResult, SettleResult } from './types.js'
 
 export interface PgLedgerOptions {
   /** Hold batches; default DEFAULT_PG_BATCH. */
@@ -184,6 +185,41 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
     }
   }
 
+  /**
+   * A hold of a key with caps: its own transaction (not the group-committed batch), which locks
+   * the account's wallet first — the lock every writer of the key's buckets takes before them
+   * (settle, release and reap batches included) — so concurrent holds of the key are decided
+   * one after the other on committed usage, and no lock order is ever inverted.
+   */
+  async function cappedHold (input: HoldInput): Promise<HoldResult> {
+    const caps = input.caps
+    if (caps === undefined) throw new Error('cappedHold without caps')
+    return await inTransaction(async (client) => {
+      const now = ctx.clock.now()
+      let [wallet] = await rows<{ available: bigint }>(client, { name: 'ledger_cap_lock', text: LOCK_WALLET, values: [input.accountId] })
+      if (!wallet) {
+        if (-input.amount < input.floor) return { ok: false, error: 'insufficient_funds' }
+        const unknown = await rows<{ id: string }>(client, { text: CREATE_WALLETS, values: [[input.accountId], now] })
+        if (unknown.length > 0) throw new UnknownAccountError(input.accountId)
+        ;[wallet] = await rows<{ available: bigint }>(client, { name: 'ledger_cap_lock', text: LOCK_WALLET, values: [input.accountId] })
+        if (!wallet) throw new Error('wallet vanished during hold')
+      }
+      const periods = capPeriods(now.getTime(), caps.timezone)
+      const usage = await rows<UsageRow>(client, { name: 'ledger_cap_usage', text: CAP_USAGE, values: [caps.keyId, periods.windowFrom, periods.imageDay] })
+      const refused = capRefusal(caps, input.amount, usageOf(usage, periods))
+      if (refused !== null) return { ok: false, error: 'cap', cap: refused }
+      if (wallet.available - input.amount < input.floor) return { ok: false, error: 'insufficient_funds' }
+      const holdId = ctx.ids('hold')
+      const expiresAt = new Date(now.getTime() + input.ttlMs)
+      await client.query({
+        name: 'ledger_capped_hold',
+        text: CAPPED_HOLD,
+        values: [holdId, input.accountId, input.amount.toString(), input.requestId, expiresAt, now, caps.keyId, periods.day, periods.imageDay, caps.images],
+      })
+      return { ok: true, holdId, expiresAt }
+    })
+  }
+
   return {
     async credit (input) {
       checkCredit(input)
@@ -222,6 +258,7 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
 
     async hold (input) {
       checkHold(input)
+      if (input.caps !== undefined) return await cappedHold(input)
       const expiresAt = new Date(ctx.clock.now().getTime() + input.ttlMs)
       const { accountId, amount, floor, requestId } = input
       return holds.submit({ holdId: ctx.ids('hold'), accountId, amount, floor, requestId, expiresAt })
@@ -292,6 +329,17 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
         overage: row.overage,
         createdAt: row.created_at,
       }))
+    },
+
+    async keyUsage (keyId, fromDay) {
+      return await rows<KeyUsageRow>(pool, {
+        text: "SELECT kind, period, used, held FROM key_usage WHERE key_id = $1 AND (kind = 'total' OR period >= $2) ORDER BY kind, period",
+        values: [keyId, fromDay],
+      })
+    },
+
+    async resetKeyUsage (keyId) {
+      return (await pool.query('UPDATE key_usage SET used = 0 WHERE key_id = $1 AND used <> 0', [keyId])).rowCount ?? 0
     },
 
     async openHolds (accountId) {

@@ -20,10 +20,11 @@ import {
   parseEntryKind,
 } from './ledger-input.js'
 import { GroupCommit, type ItemOutcome } from './group-commit.js'
-import type { LedgerEntry, LedgerStore, RenewResult, SettleResult } from './types.js'
+import { capPeriods, capRefusal, usageOf, type CapRefusal, type UsageRow } from './caps.js'
+import type { HoldInput, KeyUsageRow, LedgerEntry, LedgerStore, RenewResult, SettleResult } from './types.js'
 
 type SqliteOp =
-  | { kind: 'hold', input: Parameters<LedgerStore['hold']>[0], at: number, holdId: string }
+  | { kind: 'hold', input: HoldInput, at: number, holdId: string }
   | { kind: 'close', holdId: string, amount: bigint | null, requestId: string | null, note: string | null, at: number }
 
 interface WalletRow {
@@ -45,7 +46,14 @@ interface ClosedRow {
   amount: bigint
   status: 'released' | 'expired' | 'posted'
   posted_amount: bigint | null
+  cap_key_id: string | null
+  cap_day: string | null
+  cap_image_day: string | null
+  cap_images: bigint
 }
+
+/** What a hold in a batch decided: null = held; else why not. */
+type HoldRefusal = 'insufficient_funds' | CapRefusal
 
 interface EntryRow {
   id: string
@@ -103,6 +111,26 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     `INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at)
      VALUES (?, ?, ?, 'open', ?, ?, ?)`
   )
+  const insertCappedHold = db.prepare<[string, string, bigint, string, number, number, string, string, string, number]>(
+    `INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at, cap_key_id, cap_day, cap_image_day, cap_images)
+     VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)`
+  )
+  // A capped key's buckets: lifetime, the 30-day window of spend days, the images of the UTC day.
+  const usageRows = db.prepare<{ key: string, from: string, imageDay: string }, UsageRow>(
+    `SELECT kind, period, used + held AS amount FROM key_usage
+     WHERE key_id = @key AND (kind = 'total' OR (kind = 'spend' AND period >= @from) OR (kind = 'images' AND period = @imageDay))`
+  )
+  const reserve = db.prepare<[string, string, string, bigint]>(
+    `INSERT INTO key_usage (key_id, kind, period, used, held) VALUES (?, ?, ?, 0, ?)
+     ON CONFLICT (key_id, kind, period) DO UPDATE SET held = held + excluded.held`
+  )
+  const giveBack = db.prepare<[bigint, bigint, string, string, string]>(
+    'UPDATE key_usage SET held = held - ?, used = used + ? WHERE key_id = ? AND kind = ? AND period = ?'
+  )
+  const usageFrom = db.prepare<[string, string], { kind: KeyUsageRow['kind'], period: string, used: bigint, held: bigint }>(
+    "SELECT kind, period, used, held FROM key_usage WHERE key_id = ? AND (kind = 'total' OR period >= ?) ORDER BY kind, period"
+  )
+  const resetUsage = db.prepare<[string]>('UPDATE key_usage SET used = 0 WHERE key_id = ? AND used <> 0')
   const holdById = db.prepare<[string], HoldRow>('SELECT * FROM holds WHERE id = ?')
   const closeHold = db.prepare<[string, number, bigint | null, string]>(
     "UPDATE holds SET status = ?, settled_at = ?, posted_amount = ? WHERE id = ? AND status = 'open'"
@@ -113,7 +141,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
        settled_at = @now,
        posted_amount = CASE WHEN @amount IS NULL OR expires_at <= @now THEN NULL ELSE MIN(@amount, amount) END
      WHERE id = @id AND status = 'open'
-     RETURNING account_id, amount, status, posted_amount`
+     RETURNING account_id, amount, status, posted_amount, cap_key_id, cap_day, cap_image_day, cap_images`
   )
   const moveHeld = db.prepare<[bigint, bigint, number, string]>(
     'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?'
@@ -128,7 +156,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
      WHERE id = @id AND status = 'open' AND expires_at > @now
      RETURNING expires_at`
   )
-  const dueHolds = db.prepare<[number], HoldRow>(
+  const dueHolds = db.prepare<[number], HoldRow & ClosedRow>(
     "SELECT * FROM holds WHERE status = 'open' AND expires_at <= ? ORDER BY expires_at"
   )
   const page = db.prepare<[string, string | null, string | null, number], EntryRow>(
@@ -179,20 +207,45 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     return wallet
   }
 
-  const hold = (wallets: Wallets, input: Parameters<LedgerStore['hold']>[0], now: number, holdId: string): boolean => {
+  const hold = (wallets: Wallets, input: HoldInput, now: number, holdId: string): HoldRefusal | null => {
+    const caps = input.caps
+    // The caps are read inside the batch's write transaction: every earlier hold and close of
+    // the batch (and of every other process) is already in the buckets.
+    const periods = caps === undefined ? undefined : capPeriods(now, caps.timezone)
+    if (caps !== undefined && periods !== undefined) {
+      const refused = capRefusal(caps, input.amount, usageOf(usageRows.all({ key: caps.keyId, from: periods.windowFrom, imageDay: periods.imageDay }), periods))
+      if (refused !== null) return refused
+    }
     let wallet = walletIn(wallets, input.accountId)
     if (!wallet) {
       // No wallet row is a balance of 0; it is created only when the hold fits anyway.
-      if (-input.amount < input.floor) return false
+      if (-input.amount < input.floor) return 'insufficient_funds'
       creatingWallet(input.accountId, () => ensureWallet.run(input.accountId, now))
       wallet = { balance: 0n, held: 0n }
       wallets.rows.set(input.accountId, wallet)
     }
-    if (wallet.balance - wallet.held - input.amount < input.floor) return false
+    if (wallet.balance - wallet.held - input.amount < input.floor) return 'insufficient_funds'
     wallet.held += input.amount
     wallets.changed.add(input.accountId)
-    insertHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now)
-    return true
+    if (caps === undefined || periods === undefined) {
+      insertHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now)
+      return null
+    }
+    insertCappedHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now, caps.keyId, periods.day, periods.imageDay, caps.images)
+    reserve.run(caps.keyId, 'total', '', input.amount)
+    reserve.run(caps.keyId, 'spend', periods.day, input.amount)
+    if (caps.images > 0) reserve.run(caps.keyId, 'images', periods.imageDay, BigInt(caps.images))
+    return null
+  }
+
+  /** A capped hold closed: its reservation leaves `held`; what was posted (and its images) goes to `used`. */
+  const unreserve = (row: ClosedRow, posted: bigint): void => {
+    if (row.cap_key_id === null || row.cap_day === null) return
+    giveBack.run(row.amount, posted, row.cap_key_id, 'total', '')
+    giveBack.run(row.amount, posted, row.cap_key_id, 'spend', row.cap_day)
+    if (row.cap_images > 0n && row.cap_image_day !== null) {
+      giveBack.run(row.cap_images, row.status === 'posted' ? row.cap_images : 0n, row.cap_key_id, 'images', row.cap_image_day)
+    }
   }
 
   /**
@@ -224,6 +277,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     wallet.held -= row.amount
     wallet.balance -= posted
     wallets.changed.add(row.account_id)
+    unreserve(row, posted)
     return { posted, released: row.amount - used, overage, duplicate: false }
   }
 
@@ -232,13 +286,14 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     for (const row of due) {
       closeHold.run('expired', now, null, row.id)
       moveHeld.run(row.amount, 0n, now, row.account_id)
+      unreserve({ ...row, status: 'expired' }, 0n)
     }
     return due.length
   })
 
-  const runBatch = db.transaction((ops: SqliteOp[]): Array<ItemOutcome<boolean | SettleResult>> => {
+  const runBatch = db.transaction((ops: SqliteOp[]): Array<ItemOutcome<HoldRefusal | null | SettleResult>> => {
     const wallets: Wallets = { rows: new Map(), changed: new Set() }
-    const outcomes = ops.map((op): ItemOutcome<boolean | SettleResult> => {
+    const outcomes = ops.map((op): ItemOutcome<HoldRefusal | null | SettleResult> => {
       try {
         const value = op.kind === 'hold'
           ? hold(wallets, op.input, op.at, op.holdId)
@@ -257,7 +312,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     }
     return outcomes
   })
-  const batches = new GroupCommit<SqliteOp, boolean | SettleResult>(
+  const batches = new GroupCommit<SqliteOp, HoldRefusal | null | SettleResult>(
     async (ops) => runBatch.immediate(ops),
     { maxBatch: 500, maxInFlight: 1, schedule: 'immediate' }
   )
@@ -274,7 +329,9 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
       checkHold(input)
       const at = now()
       const holdId = ctx.ids('hold')
-      if (!(await batches.submit({ kind: 'hold', input, at, holdId }))) return { ok: false, error: 'insufficient_funds' }
+      const refused = await batches.submit({ kind: 'hold', input, at, holdId }) as HoldRefusal | null
+      if (refused === 'insufficient_funds') return { ok: false, error: 'insufficient_funds' }
+      if (refused !== null) return { ok: false, error: 'cap', cap: refused }
       return { ok: true, holdId, expiresAt: new Date(at + input.ttlMs) }
     },
 
@@ -316,6 +373,14 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     /** Answers every queued hold and settle before the database closes. */
     async close () {
       await batches.close()
+    },
+
+    async keyUsage (keyId, fromDay) {
+      return usageFrom.all(keyId, fromDay)
+    },
+
+    async resetKeyUsage (keyId) {
+      return resetUsage.run(keyId).changes
     },
 
     async openHolds (accountId) {

@@ -1,8 +1,11 @@
+import type { CapRefusal, HoldCaps } from './caps.js'
 // The wallet ledger contract. A billable request places a hold for its worst-case
 // cost, then settles: the actual cost is posted and the rest of the hold released. A cost
 // above the hold is posted in full (the part above is the charge's overage), even when that
 // takes the balance below the floor: the floor bounds what a hold may reserve, not what a
 // served request costs.
+// A hold may carry the key's caps (caps.ts): they are checked and reserved in the hold's own
+// transaction, and given back (or moved to used) by the settle, release or expiry.
 // SQLite and PostgreSQL implement it and pass the same contract tests (test/store-ledger*.test.ts).
 
 export interface WalletState {
@@ -13,7 +16,29 @@ export interface WalletState {
   available: bigint
 }
 
-export type HoldResult = { ok: true; holdId: string; expiresAt: Date } | { ok: false; error: 'insufficient_funds' }
+export type HoldResult =
+  | { ok: true; holdId: string; expiresAt: Date }
+  | { ok: false; error: 'insufficient_funds' }
+  /** A cap of the key (input.caps) would be exceeded: nothing was held or reserved. */
+  | { ok: false; error: 'cap'; cap: CapRefusal }
+
+export interface HoldInput {
+  accountId: string
+  amount: bigint
+  floor: bigint
+  requestId: string
+  ttlMs: number
+  /** The key's caps; absent for keys without any (they cost no extra statement). */
+  caps?: HoldCaps | undefined
+}
+
+/** One usage bucket of a key: `used` is posted spend (or images), `held` open reservations. */
+export interface KeyUsageRow {
+  kind: 'total' | 'spend' | 'images'
+  period: string
+  used: bigint
+  held: bigint
+}
 
 export type CreditKind = 'topup' | 'grant'
 export type EntryKind = CreditKind | 'charge' | 'adjustment'
@@ -75,7 +100,7 @@ export interface LedgerStore {
    * Atomically reserves `amount` unless that would take (balance − held − amount) below `floor`.
    * No wallet row = balance 0. The hold expires `ttlMs` after the store clock's now.
    */
-  hold(input: { accountId: string; amount: bigint; floor: bigint; requestId: string; ttlMs: number }): Promise<HoldResult>
+  hold(input: HoldInput): Promise<HoldResult>
   /**
    * Posts `amount` as one charge entry with postingId `post:<holdId>` and releases what is left
    * of the hold. An amount above the hold is posted in full, whatever the balance and floor:
@@ -98,6 +123,13 @@ export interface LedgerStore {
   wallet(accountId: string): Promise<WalletState>
   /** Newest first; `before` is the id of the last entry of the previous page. */
   entries(accountId: string, opts: { limit: number; before?: string }): Promise<LedgerEntry[]>
+  /**
+   * The usage buckets of a key: lifetime, spend days from `fromDay` (local days), images from
+   * `fromDay` too (UTC days). Rows only where something was ever reserved.
+   */
+  keyUsage(keyId: string, fromDay: string): Promise<KeyUsageRow[]>
+  /** Sets every `used` of the key to 0 (open reservations stay). Answers the rows changed. */
+  resetKeyUsage(keyId: string): Promise<number>
   /** Open holds of an account, oldest first (tests and admin). */
   openHolds(accountId: string): Promise<OpenHold[]>
 }

@@ -9,6 +9,7 @@ interface AccountRow {
   status: string
   tier: string
   topped_up: boolean
+  allowed_models: string[] | null
   created_at: Date
 }
 
@@ -19,6 +20,7 @@ function toAccount (row: AccountRow): Account {
     status: parseAccountStatus(row.status),
     tier: row.tier,
     toppedUp: row.topped_up,
+    allowedModels: row.allowed_models,
     createdAt: row.created_at,
   }
 }
@@ -57,9 +59,10 @@ export function createPgAccountStore (pool: Pool, ctx: StoreContext): AccountSto
 
     async update (id, changes) {
       const row = await one(
-        `UPDATE accounts SET name = COALESCE($1, name), status = COALESCE($2, status), tier = COALESCE($3, tier)
+        `UPDATE accounts SET name = COALESCE($1, name), status = COALESCE($2, status), tier = COALESCE($3, tier),
+           allowed_models = CASE WHEN $5::boolean THEN $6::text[] ELSE allowed_models END
          WHERE id = $4 RETURNING *`,
-        [changes.name ?? null, changes.status ?? null, changes.tier ?? null, id]
+        [changes.name ?? null, changes.status ?? null, changes.tier ?? null, id, changes.allowedModels !== undefined, changes.allowedModels ?? null]
       )
       if (!row) return { ok: false, error: 'not_found' }
       await ctx.publish({ kind: 'account', id })

@@ -9,6 +9,7 @@ interface AccountRow {
   status: string
   tier: string
   topped_up: bigint
+  allowed_models: string | null
   created_at: bigint
 }
 
@@ -19,6 +20,7 @@ function toAccount (row: AccountRow): Account {
     status: parseAccountStatus(row.status),
     tier: row.tier,
     toppedUp: row.topped_up === 1n,
+    allowedModels: row.allowed_models === null ? null : JSON.parse(row.allowed_models) as string[],
     createdAt: new Date(Number(row.created_at)),
   }
 }
@@ -34,8 +36,9 @@ export function createSqliteAccountStore (db: Database, ctx: StoreContext): Acco
      WHERE ? IS NULL OR (created_at, id) > (SELECT created_at, id FROM accounts WHERE id = ?)
      ORDER BY created_at, id LIMIT ?`
   )
-  const patch = db.prepare<[string | null, string | null, string | null, string], AccountRow>(
-    `UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status), tier = COALESCE(?, tier)
+  const patch = db.prepare<[string | null, string | null, string | null, number, string | null, string], AccountRow>(
+    `UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status), tier = COALESCE(?, tier),
+       allowed_models = CASE WHEN ? = 1 THEN ? ELSE allowed_models END
      WHERE id = ? RETURNING *`
   )
   const toppedUp = db.prepare<[string], AccountRow>(
@@ -59,7 +62,9 @@ export function createSqliteAccountStore (db: Database, ctx: StoreContext): Acco
     },
 
     async update (id, changes: AccountPatch): Promise<Result<Account, 'not_found'>> {
-      const row = patch.get(changes.name ?? null, changes.status ?? null, changes.tier ?? null, id)
+      const models = changes.allowedModels
+      const row = patch.get(changes.name ?? null, changes.status ?? null, changes.tier ?? null,
+        models === undefined ? 0 : 1, models == null ? null : JSON.stringify(models), id)
       if (!row) return { ok: false, error: 'not_found' }
       await ctx.publish({ kind: 'account', id })
       return { ok: true, value: toAccount(row) }

@@ -8,6 +8,7 @@ import { overage } from './005-overage.js'
 import { jobs } from './006-jobs.js'
 import { idempotency } from './007-idempotency.js'
 import { holdRenewal } from './008-hold-renewal.js'
+import { keyCaps } from './009-key-caps.js'
 import { consoleTables } from './010-console.js'
 
-export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, consoleTables]
+export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, keyCaps, consoleTables]

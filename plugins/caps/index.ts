@@ -1,0 +1,68 @@
+// The platform image pause switched by the admin API (the config's `limits.images_paused_on`
+// is the limits concern's). Key quotas and caps themselves are checked and counted by the wallet
+// hold, in the ledger's transaction (plugins/store/ledger/caps.ts).
+import { gatewayError } from '../errors/index.js'
+import type { RequestContext } from '../pipeline/context.js'
+import type { GatewayPlugin } from '../pipeline/plugin.js'
+import type { Clock } from '../store/clock.js'
+import type { ImagePauseStore } from '../store/image-pause.js'
+
+/** How long an instance trusts what it read of the pause: a switch reaches every instance within this. */
+export const IMAGE_PAUSE_CACHE_MS = 1000
+const DAY_MS = 86_400_000
+
+export interface CapsDeps {
+  pauses: ImagePauseStore
+  clock: Clock
+}
+
+/** The pause of one UTC day as last read, and until when (monotonic ms) the read holds. */
+class PauseCache {
+  private day = ''
+  private paused = false
+  private until = 0
+  private pending: Promise<boolean> | null = null
+
+  constructor (private readonly store: ImagePauseStore) {}
+
+  /** Synchronous when fresh: image requests wait for the database at most once a second per instance. */
+  read (day: string): boolean | Promise<boolean> {
+    if (day === this.day && performance.now() < this.until) return this.paused
+    this.pending ??= this.store.isPaused(day).then((paused) => {
+      this.day = day
+      this.paused = paused
+      this.until = performance.now() + IMAGE_PAUSE_CACHE_MS
+      return paused
+    }).finally(() => { this.pending = null })
+    return this.pending
+  }
+}
+
+function refuse (now: number): never {
+  const end = (Math.floor(now / DAY_MS) + 1) * DAY_MS
+  throw gatewayError('LIMIT_IMAGE_PLATFORM_PAUSED', { retryAfterSeconds: Math.max(1, Math.ceil((end - now) / 1000)) })
+}
+
+async function admitLater (pending: Promise<boolean>, now: number): Promise<void> {
+  if (await pending) refuse(now)
+}
+
+/**
+ * admit: requests whose operation is metered in images are refused on a UTC day the admin API
+ * paused (LIMIT_IMAGE_PLATFORM_PAUSED, 503, Retry-After until 00:00 UTC). Other requests: one
+ * property check.
+ */
+export function capsPlugin (deps: CapsDeps): GatewayPlugin {
+  const cache = new PauseCache(deps.pauses)
+  return {
+    name: 'caps',
+    admit (ctx: RequestContext) {
+      if (ctx.plan.op.meter.kind !== 'images') return
+      const now = deps.clock.now().getTime()
+      const paused = cache.read(new Date(now).toISOString().slice(0, 10))
+      if (paused === true) refuse(now)
+      if (paused === false) return
+      return admitLater(paused, now)
+    }
+  }
+}
