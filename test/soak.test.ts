@@ -9,12 +9,12 @@
 // caches and V8's code), under 1 MiB/min on a longer one.
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { startMockUpstream } from './fixtures/mock-upstream.js'
 import { ledgerState, seededRandom, sleep, waitForRows } from './helpers/billing.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
+import { freePort } from './helpers/free-port.js'
 
 const SOAK_MS = Number(process.env.SOAK_MS ?? 120_000)
 const WORKERS = 8
@@ -25,17 +25,6 @@ t.setTimeout(SOAK_MS + 180_000)
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address()
-      s.close(() => { resolve(typeof a === 'object' && a !== null ? a.port : 0) })
-    })
-  })
-}
 
 /** A Redis server of this test's own, so restarting it disturbs no other test. */
 class OwnRedis {

@@ -3,22 +3,11 @@
 // directory where it is installed (`npm install @portkey-ai/gateway@1.15 @hono/node-server@1.13.5`:
 // on Node 20 version 1.15 streams only with that @hono/node-server). Its start script listens on
 // `--port=N`; requests name the provider and the mock in headers (see portkeyTarget).
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { requiredEnv } from './addresses.js'
 import { runChild } from './child-runtime.js'
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address()
-      s.close(() => { resolve(typeof a === 'object' && a !== null ? a.port : 0) })
-    })
-  })
-}
+import { freePort } from '../../test/helpers/free-port.js'
 
 await runChild(async () => {
   const dir = requiredEnv('BENCH_PORTKEY_DIR')
