@@ -38,7 +38,7 @@ export const ADMIN_SCHEMAS = {
   createAccount: { body: object({ name: NAME, tier: ID }, ['name']) },
   listAccounts: { querystring: object({ limit: { type: 'string', pattern: '^[0-9]{1,7}$' }, after: ID }) },
   accountId: { params: idParams },
-  updateAccount: { params: idParams, body: object({ name: NAME, tier: ID, status: { type: 'string', enum: ['active', 'suspended'] } }) },
+  updateAccount: { params: idParams, body: object({ name: NAME, tier: ID, status: { type: 'string', enum: ['active', 'suspended'] }, allowed_models: KEY_FIELDS.allowed_models }) },
   createKey: { params: idParams, body: object(KEY_FIELDS, ['name']) },
   updateKey: { params: idParams, body: object(KEY_FIELDS) },
   importLegacyKey: { params: idParams, body: object({ ...KEY_FIELDS, key: { type: 'string', minLength: 1, maxLength: 200 } }, ['key']) },
