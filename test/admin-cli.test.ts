@@ -12,6 +12,10 @@ import type { CommandIo } from '../plugins/admin/cli-runtime.js'
 import { type InvalidationMessage, RedisInvalidationBus, lookupHash } from '../plugins/keys/index.js'
 import { TEST_DATABASE_URL, TEST_SECRET, type TestBackend, pgTestBackend, sqliteTestBackend } from './helpers/store.js'
 
+// CLI processes on both stores, each loading tsx: 47 s on a quiet machine, near tap's 120 s default
+// on a loaded one. The file gets more room; no single command waits on anything unbounded.
+t.setTimeout(300_000)
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = join(root, 'bin', 'model-gateway.ts')
 const CONFIG = join(root, 'gateway.yaml')
