@@ -3,7 +3,8 @@
 // and the log line of a content-policy refusal (the rule's name, never the content).
 import t from 'tap'
 import { Writable } from 'node:stream'
-import { sniffFormat } from '../plugins/admission/index.js'
+import { admissionPlugin, sniffFormat } from '../plugins/admission/index.js'
+import { compileModels } from '../plugins/models/index.js'
 import { ContentPolicy } from '../plugins/admission/policy.js'
 import { loadConfig } from '../plugins/config/index.js'
 import { MultipartItemGuard } from '../plugins/request/body-guards.js'
@@ -114,4 +115,16 @@ t.test('a content-policy refusal logs the rule name, never the content', async (
   t.match(log, /"rule":"logged-rule"/, 'the rule name is logged')
   t.notMatch(log, /zebra/, 'no part of the content or the term is logged')
   t.notMatch(log, /stripes/, 'the prompt is not logged')
+})
+
+t.test('a config that declares no refusal adds no hook: the checks cost nothing where the catalogue declares nothing', async (t) => {
+  const repo = loadConfig(new URL('../gateway.yaml', import.meta.url).pathname, mockEnv('http://127.0.0.1:9')).config
+  const none = admissionPlugin(repo, compileModels(repo))
+  t.same(Object.keys(none), ['name'], 'the repository gateway.yaml declares none: a plugin with no hook at all')
+  const declared = loadConfig(writeTestConfig((c) => {
+    const raw = c as unknown as { routes: Array<Record<string, unknown>> }
+    const route = raw.routes[0] as Record<string, unknown>
+    route.content_limits = { prompt_chars: 10 }
+  }).file, mockEnv('http://127.0.0.1:9')).config
+  t.type(admissionPlugin(declared, compileModels(declared)).resolve, 'function', 'one route cap declared: the resolve hook exists')
 })
