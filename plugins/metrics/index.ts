@@ -8,7 +8,7 @@
 import type { FastifyInstance } from 'fastify'
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client'
 import type { CompiledModel } from '../models/catalogue.js'
-import type { Outcome, RequestContext } from '../pipeline/context.js'
+import { answersAsStream, type Outcome, type RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { RoutePlan } from '../routes/compile.js'
 import { CellCounter, CellHistogram, CellIndex, type CounterCell, type HistogramCell } from './cells.js'
@@ -152,10 +152,6 @@ export class GatewayMetrics {
   }
 }
 
-function streams (ctx: RequestContext): boolean {
-  return ctx.plan.response === 'sse' || (ctx.body?.kind === 'json' && ctx.body.json.stream === true)
-}
-
 /**
  * resolve: counts a streamed answer as open (once, fallbacks included); finish: records the
  * request and closes its stream. Listed after the wallet, so the settled cost is known.
@@ -164,7 +160,7 @@ export function metricsPlugin (metrics: GatewayMetrics): GatewayPlugin {
   return {
     name: 'metrics',
     resolve (ctx) {
-      if (ctx.state.metricsStream !== true && streams(ctx)) {
+      if (ctx.state.metricsStream !== true && answersAsStream(ctx)) {
         ctx.state.metricsStream = true
         metrics.openStreams++
       }

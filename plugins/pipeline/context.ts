@@ -56,3 +56,11 @@ export interface RequestContext {
   /** Each concern's own typed field (see RequestState). */
   readonly state: Partial<RequestState>
 }
+
+/**
+ * Whether the answer streams: a route declared `response: sse` (`:streamGenerateContent`)
+ * streams whatever its body says; elsewhere a JSON body's `stream: true` asks for it.
+ */
+export function answersAsStream (ctx: RequestContext): boolean {
+  return ctx.plan.response === 'sse' || (ctx.body?.kind === 'json' && ctx.body.json.stream === true)
+}

@@ -1,4 +1,4 @@
-import type { RequestContext, Outcome } from '../pipeline/context.js'
+import { answersAsStream, type RequestContext, type Outcome } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { Clock } from '../store/clock.js'
 import type { RequestLogRow } from '../store/request-log/types.js'
@@ -24,8 +24,7 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
     status: outcome.httpStatus,
     outcome: outcome.kind,
     errorCode: outcome.errorCode,
-    // A route declared `response: sse` streams whatever its body says (`:streamGenerateContent`).
-    stream: ctx.plan.response === 'sse' || (ctx.body?.kind === 'json' && ctx.body.json.stream === true),
+    stream: answersAsStream(ctx),
     usage: usage === null
       ? null
       : {

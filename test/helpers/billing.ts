@@ -5,6 +5,7 @@
 import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
 import { allEntries } from './ledger.js'
 import type { LedgerEntry } from '../../plugins/store/ledger/types.js'
+import type { Store } from '../../plugins/store/types.js'
 import type { TestGateway } from './gateway.js'
 import { modelOf, readRepoConfig, type RawConfig } from './test-config.js'
 
@@ -127,16 +128,21 @@ export async function settledRow (gw: TestGateway, requestId: string, timeoutMs 
   }
 }
 
-/** Every request log row of an account, newest first, read page by page from the store. */
-export async function accountRows (gw: TestGateway, accountId = gw.account.id): Promise<RequestLogRow[]> {
+/** Every request log row of an account, newest first, read page by page from `store`. */
+export async function storeRows (store: Store, accountId: string): Promise<RequestLogRow[]> {
   const rows: RequestLogRow[] = []
   let before: string | undefined
   for (;;) {
-    const page = await gw.services.store.requestLog.list({ accountId, limit: 1000, ...(before === undefined ? {} : { before }) })
+    const page = await store.requestLog.list({ accountId, limit: 1000, ...(before === undefined ? {} : { before }) })
     rows.push(...page.rows)
     if (page.nextBefore === null) return rows
     before = page.nextBefore
   }
+}
+
+/** Every request log row of an account, newest first, read from the gateway's store. */
+export async function accountRows (gw: TestGateway, accountId = gw.account.id): Promise<RequestLogRow[]> {
+  return await storeRows(gw.services.store, accountId)
 }
 
 /**

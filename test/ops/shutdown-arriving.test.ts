@@ -6,16 +6,16 @@
 // On both stores.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { Agent, request } from 'undici'
 import YAML from 'yaml'
 import { openStore } from '../../plugins/store/index.js'
-import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
 import { parseMoney } from '../../plugins/pricing/money.js'
 import { startMockUpstream } from '../fixtures/mock-upstream.js'
+import { storeRows } from '../helpers/billing.js'
+import { freePort } from '../helpers/free-port.js'
 import { MOCK_CONTROL_HEADERS, mockEnv } from '../helpers/gateway.js'
 import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from '../helpers/store.js'
 
@@ -59,15 +59,6 @@ async function waitForLine (child: ChildProcess, pattern: RegExp, output: { text
     child.stderr?.on('data', look)
     look()
   })
-}
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
 }
 
 /**
@@ -178,14 +169,7 @@ async function shutdownWithArrivals (t: Test, backend: 'sqlite' | 'pg', { graceM
 
   const store = await openStore({ secret: TEST_SECRET, ...storeEnv })
   try {
-    const rows: RequestLogRow[] = []
-    let before: string | undefined
-    for (;;) {
-      const page = await store.requestLog.list({ accountId: account.id, limit: 1000, ...(before === undefined ? {} : { before }) })
-      rows.push(...page.rows)
-      if (page.nextBefore === null) break
-      before = page.nextBefore
-    }
+    const rows = await storeRows(store, account.id)
     const ids = new Set(rows.map((r) => r.requestId))
     const missing = answered.filter((s) => s.requestId === null || !ids.has(s.requestId))
     t.equal(missing.length, 0, `every answered request (${answered.length}) has its row`)
