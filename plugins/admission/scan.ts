@@ -2,14 +2,10 @@
 // policy), inline base64 media (item caps) and the video-generation inputs. Iterative, with a
 // node budget, so a hostile body cannot make a walk expensive; nothing is copied.
 import { isRecord } from '../metering/body-reader.js'
+import { visitRequestText } from '../metering/request-text.js'
 
-/** Nodes visited at most by one walk (as the metering's text walk). */
+/** Nodes visited at most by the inline-media walk (as the metering's text walk). */
 const MAX_NODES = 1_000_000
-
-/** Keys whose string values are prompt text in the three families' bodies (as the metering reads them). */
-const TEXT_KEYS: ReadonlySet<string> = new Set([
-  'content', 'text', 'input', 'prompt', 'instructions', 'system', 'lyrics', 'negativePrompt', 'negative_prompt'
-])
 
 /** Something that judges one text part; the first non-null answer ends the walk. */
 export interface TextJudge { judge (text: string): string | null }
@@ -20,35 +16,12 @@ export interface TextJudge { judge (text: string): string | null }
  * prompts), then over the multipart text fields under such keys; null when none matched.
  */
 export function judgeText (json: Record<string, unknown> | undefined, fields: Record<string, string> | undefined, judge: TextJudge): string | null {
-  if (json !== undefined) {
-    const values: unknown[] = [json]
-    const texts: boolean[] = [false]
-    let visited = 0
-    while (values.length > 0 && visited < MAX_NODES) {
-      const v = values.pop()
-      const text = texts.pop() as boolean
-      visited++
-      if (typeof v === 'string') {
-        if (text) {
-          const verdict = judge.judge(v)
-          if (verdict !== null) return verdict
-        }
-      } else if (Array.isArray(v)) {
-        for (const item of v) { values.push(item); texts.push(text) }
-      } else if (isRecord(v)) {
-        for (const key of Object.keys(v)) { values.push(v[key]); texts.push(TEXT_KEYS.has(key)) }
-      }
-    }
-  }
-  if (fields !== undefined) {
-    for (const key of Object.keys(fields)) {
-      const value = fields[key]
-      if (!TEXT_KEYS.has(key) || typeof value !== 'string') continue
-      const verdict = judge.judge(value)
-      if (verdict !== null) return verdict
-    }
-  }
-  return null
+  let verdict: string | null = null
+  visitRequestText(json, fields, (text) => {
+    verdict = judge.judge(text)
+    return verdict !== null
+  })
+  return verdict
 }
 
 export type InlineKind = 'image' | 'video'

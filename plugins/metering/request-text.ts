@@ -25,24 +25,34 @@ export function codePoints (s: string): number {
   return n
 }
 
-/** Code points of every string under a text key, at any depth (walked without recursion). */
-export function textChars (value: unknown): number {
-  let total = 0
-  let visited = 0
-  const pending: Array<{ v: unknown, text: boolean }> = [{ v: value, text: false }]
-  while (pending.length > 0 && visited < MAX_NODES) {
-    const { v, text } = pending.pop() as { v: unknown, text: boolean }
-    visited++
-    if (typeof v === 'string') {
-      if (text) total += codePoints(v)
-    } else if (Array.isArray(v)) {
-      // ["a", "b"] under a text key is text too.
-      for (const item of v) pending.push({ v: item, text })
-    } else if (isRecord(v)) {
-      for (const key of Object.keys(v)) pending.push({ v: v[key], text: TEXT_KEYS.has(key) })
+/**
+ * Calls `visit` with every string under a text key of `json`, at any depth (an array under a
+ * text key is text too; walked without recursion, at most MAX_NODES nodes), then with every
+ * multipart field under a text key. `visit` answering true ends the walk.
+ */
+export function visitRequestText (json: unknown, fields: Readonly<Record<string, string>> | undefined, visit: (text: string) => boolean | undefined): void {
+  if (json !== undefined) {
+    const values: unknown[] = [json]
+    const texts: boolean[] = [false]
+    let visited = 0
+    while (values.length > 0 && visited < MAX_NODES) {
+      const v = values.pop()
+      const text = texts.pop() as boolean
+      visited++
+      if (typeof v === 'string') {
+        if (text && visit(v) === true) return
+      } else if (Array.isArray(v)) {
+        for (const item of v) { values.push(item); texts.push(text) }
+      } else if (isRecord(v)) {
+        for (const key of Object.keys(v)) { values.push(v[key]); texts.push(TEXT_KEYS.has(key)) }
+      }
     }
   }
-  return total
+  if (fields === undefined) return
+  for (const key of Object.keys(fields)) {
+    const value = fields[key]
+    if (TEXT_KEYS.has(key) && typeof value === 'string' && visit(value) === true) return
+  }
 }
 
 export interface RequestTextFacts {
@@ -56,13 +66,6 @@ export function requestChars (facts: RequestTextFacts): number {
   const given = facts.inputChars
   if (typeof given === 'number' && Number.isFinite(given) && given >= 0) return given
   let n = 0
-  if (facts.json) n += textChars(facts.json)
-  const fields = facts.multipartFields
-  if (fields) {
-    for (const key of Object.keys(fields)) {
-      const value = fields[key]
-      if (TEXT_KEYS.has(key) && typeof value === 'string') n += codePoints(value)
-    }
-  }
+  visitRequestText(facts.json, facts.multipartFields, (text) => { n += codePoints(text); return undefined })
   return n
 }
