@@ -1,5 +1,5 @@
-// The platform image pause switched by the admin API (the config's `limits.images_paused_on`
-// is the limits concern's). Key quotas and caps themselves are checked and counted by the wallet
+// The platform image pause: the UTC day the config names (`limits.images_paused_on`) or one the
+// admin API switched on (stored, so every instance sees it). Key quotas and caps themselves are checked and counted by the wallet
 // hold, in the ledger's transaction (plugins/store/ledger/caps.ts).
 import { gatewayError } from '../errors/index.js'
 import type { RequestContext } from '../pipeline/context.js'
@@ -14,6 +14,8 @@ const DAY_MS = 86_400_000
 export interface CapsDeps {
   pauses: ImagePauseStore
   clock: Clock
+  /** `limits.images_paused_on`: a UTC day the config pauses image generation on. */
+  pausedOn?: string | undefined
 }
 
 /** The pause of one UTC day as last read, and until when (monotonic ms) the read holds. */
@@ -48,18 +50,22 @@ async function admitLater (pending: Promise<boolean>, now: number): Promise<void
 }
 
 /**
- * admit: requests whose operation is metered in images are refused on a UTC day the admin API
- * paused (LIMIT_IMAGE_PLATFORM_PAUSED, 503, Retry-After until 00:00 UTC). Other requests: one
+ * admit: requests whose operation is metered in images are refused on a UTC day the config or
+ * the admin API paused (LIMIT_IMAGE_PLATFORM_PAUSED, 503, Retry-After until 00:00 UTC). Other requests: one
  * property check.
  */
 export function capsPlugin (deps: CapsDeps): GatewayPlugin {
   const cache = new PauseCache(deps.pauses)
+  const configured = deps.pausedOn
+  if (configured !== undefined && Number.isNaN(Date.parse(`${configured}T00:00:00.000Z`))) throw new Error(`limits.images_paused_on "${configured}" is not a day`)
   return {
     name: 'caps',
     admit (ctx: RequestContext) {
       if (ctx.plan.op.meter.kind !== 'images') return
       const now = deps.clock.now().getTime()
-      const paused = cache.read(new Date(now).toISOString().slice(0, 10))
+      const day = new Date(now).toISOString().slice(0, 10)
+      if (day === configured) refuse(now)
+      const paused = cache.read(day)
       if (paused === true) refuse(now)
       if (paused === false) return
       return admitLater(paused, now)

@@ -92,8 +92,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
     // After auth (the key's policy), before anything reads the body or holds money.
     limitsPlugin({ server: config.server, limits: config.limits, clock, redis: services.limitsRedis, log: parts.log }),
-    // The admin API's image pause (shared by every instance through the store).
-    capsPlugin({ pauses: createImagePauseStore(store.backend), clock }),
+    // The platform image pause: the config's day, or the admin API's (shared through the store).
+    capsPlugin({ pauses: createImagePauseStore(store.backend), clock, pausedOn: config.limits.images_paused_on }),
     jobsPlugin(jobs, { watch: config.jobs.watcher.enabled }),
     operationsPlugin(),
     // After the model is known, before the hold: refusals the request earns by itself.

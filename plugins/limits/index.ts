@@ -1,6 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { LimitsConfig, ServerConfig } from '../config/types.js'
-import { gatewayError } from '../errors/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { Clock } from '../store/clock.js'
@@ -35,26 +34,6 @@ export interface LimitsDeps {
 /** How often a Redis failure is logged at most (the limits fall back meanwhile). */
 const WARN_EVERY_MS = 10_000
 
-const DAY_MS = 86_400_000
-
-/**
- * The platform image pause (`limits.images_paused_on`, a UTC day): refuses image generations
- * on that day with LIMIT_IMAGE_PLATFORM_PAUSED and Retry-After until 00:00 UTC; null when no
- * pause is configured (then nothing runs per request).
- */
-export function imagePause (pausedOn: string | undefined, clock: Clock): ((ctx: RequestContext) => void) | null {
-  if (pausedOn === undefined) return null
-  const start = Date.parse(`${pausedOn}T00:00:00.000Z`)
-  if (Number.isNaN(start)) throw new Error(`limits.images_paused_on "${pausedOn}" is not a day`)
-  const end = start + DAY_MS
-  return (ctx) => {
-    if (ctx.plan.op.meter.kind !== 'images') return
-    const now = clock.now().getTime()
-    if (now < start || now >= end) return
-    throw gatewayError('LIMIT_IMAGE_PLATFORM_PAUSED', { retryAfterSeconds: Math.max(1, Math.ceil((end - now) / 1000)) })
-  }
-}
-
 // Module-level async functions, not closures per request.
 async function admitShared (limiter: Limiter, ctx: RequestContext, keyId: string, account: string, policy: Policy, stream: boolean): Promise<void> {
   const lease = await limiter.admit(keyId, account, ctx.requestId, policy, stream)
@@ -77,14 +56,12 @@ function streamsByBody (ctx: RequestContext): boolean {
  * a stream lease when the route always streams, in one Redis round trip.
  * charge: a stream lease for a request whose body asked to stream.
  * finish: the lease is released (end, abort, error alike).
- * The platform image pause (`limits.images_paused_on`) refuses image generations at admission.
- * With `limits.enabled: false` and no pause only the connection cap is registered: no hook runs
- * per request.
+ * With `limits.enabled: false` only the connection cap is registered: no hook runs per request.
+ * (The platform image pause is the caps concern's.)
  */
 export function limitsPlugin (deps: LimitsDeps): GatewayPlugin {
   const setup: GatewayPlugin['setup'] = (app) => { capConnectionsPerAddress(app, deps.server.max_connections_per_address) }
-  const paused = imagePause(deps.limits.images_paused_on, deps.clock)
-  if (!deps.limits.enabled) return paused === null ? { name: 'limits', setup } : { name: 'limits', setup, admit: paused }
+  if (!deps.limits.enabled) return { name: 'limits', setup }
   const policies: Policies = compilePolicies(deps.limits)
   let warnedAt = -Infinity
   const limiter = new Limiter({
@@ -104,7 +81,6 @@ export function limitsPlugin (deps: LimitsDeps): GatewayPlugin {
     name: 'limits',
     setup,
     admit (ctx) {
-      if (paused !== null) paused(ctx)
       const auth = ctx.state.auth
       if (auth === undefined) return
       const policy = policies.resolve(auth.key.rateLimitPolicy, auth.account.tier)
