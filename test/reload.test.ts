@@ -220,6 +220,18 @@ t.test('a reload that changes a restart-only key is refused, located in the file
   t.equal((await readyz(gw)).last_reload_error?.includes('server.port'), true, '/readyz shows the refusal')
 })
 
+t.test('the shared listener hands Node\'s client errors to the current generation: the gateway\'s envelope after a reload', async (t) => {
+  const gw = await startReloadGateway({ backend: 'sqlite' })
+  t.teardown(async () => { await gw.close() })
+  gw.write((c) => { setPrice(c, MODEL, NEW.input, NEW.output) })
+  t.equal((await gw.reload()).status, 200, 'reloaded')
+  // Headers over Node's 16 KiB cap: Node refuses them before any Fastify request exists.
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-filler': 'x'.repeat(20_000) }, body: '{}' })
+  t.equal(res.status, 431, '431')
+  const body = await res.json() as { error?: { code?: string } }
+  t.equal(body.error?.code, 'REQUEST_HEADERS_TOO_LARGE', 'in the chat envelope, with the catalogue code')
+})
+
 t.test('reloads asked at once run one after the other', async (t) => {
   const gw = await startReloadGateway({ backend: 'sqlite' })
   t.teardown(async () => { await gw.close() })

@@ -72,8 +72,8 @@ export interface GatewayHostOptions extends Omit<ServerOptions, 'config' | 'serv
   /** The metrics shared by every generation (default one built when enabled; null: none). */
   metrics?: GatewayMetrics | null
   upstreamView?: UpstreamView
-  /** Called after each swap (the instance registry records the new hash). */
-  onSwap?: (hash: string) => void
+  /** Awaited after each swap, before the reload answers (the instance registry records the new hash). */
+  onSwap?: (hash: string) => Promise<void> | void
 }
 
 /**
@@ -267,7 +267,11 @@ export class GatewayHost {
     this.reloadedAt = new Date()
     next.app.log.info({ config: this.file, hash: loaded.hash.slice(0, 12), previousHash: running.hash.slice(0, 12), inflightOnPrevious: running.inflight }, 'config reloaded')
     if (running.inflight === 0) this.retire(running).catch(() => {})
-    this.opts.onSwap?.(loaded.hash)
+    try {
+      await this.opts.onSwap?.(loaded.hash)
+    } catch (err) {
+      next.app.log.warn({ err }, 'config reloaded; recording the new hash failed')
+    }
     return { ok: true, hash: loaded.hash, previousHash: running.hash, changed: true }
   }
 

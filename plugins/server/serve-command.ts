@@ -77,7 +77,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       file,
       loaded,
       services,
-      onSwap: () => { registry?.beat().catch(() => {}) }
+      onSwap: async () => { await registry?.beat() }
     })
     const host = gateway
     const app = gateway.app

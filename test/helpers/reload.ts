@@ -89,7 +89,7 @@ export async function startReloadGateway (opts: ReloadGatewayOptions): Promise<R
   })
   // The registry writes the new hash as soon as a reload swapped (it starts after the host).
   const slot: { registry?: InstanceRegistry } = {}
-  const host = await GatewayHost.start({ file, loaded, services, env, logger: false, onSwap: () => { slot.registry?.beat().catch(() => {}) } })
+  const host = await GatewayHost.start({ file, loaded, services, env, logger: false, onSwap: async () => { await slot.registry?.beat() } })
   const instances = await startInstanceRegistry({ store: services.store, hash: () => host.hash, reloadedAt: () => host.reloadedAt, log: host.log })
   slot.registry = instances
   const admin: FastifyInstance = await buildAdminServer({
