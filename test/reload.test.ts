@@ -95,12 +95,12 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     t.equal(before.hash, loadConfig(gw.file, gw.env).hash, '/readyz shows the hash check computes')
 
     // Pinned on the old config: slow requests and a slow stream the upstream has already received.
-    const slow = client(gw, { 'x-mock-delay-ms': '1200' })
+    const slow = client(gw, { 'x-mock-delay-ms': '3000' })
     const pinned = Array.from({ length: 3 }, async (_, i) => {
       const { response, data } = await slow.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `pinned ${i}` }] }).withResponse()
       return { id: response.headers.get('x-request-id') ?? '', text: data.choices[0]?.message.content ?? '' }
     })
-    const streamer = client(gw, { 'x-mock-chunks': '12', 'x-mock-chunk-delay-ms': '100' })
+    const streamer = client(gw, { 'x-mock-chunks': '30', 'x-mock-chunk-delay-ms': '100' })
     const streamed = (async () => {
       const { data: stream, response } = await streamer.chat.completions.create({ model: MODEL, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'a stream across the reload' }] }).withResponse()
       let chunks = 0
@@ -131,7 +131,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const pinnedDone = await Promise.all(pinned)
     const stream = await streamed
     t.ok(stream.end > answeredAt, 'the stream was still running when the reload answered')
-    t.ok(stream.chunks >= 12, `the stream completed (${stream.chunks} chunks)`)
+    t.ok(stream.chunks >= 30, `the stream completed (${stream.chunks} chunks)`)
     t.ok(stream.usage !== null, 'the stream ended with its usage chunk')
     t.ok(pinnedDone.every((p) => p.text !== ''), 'the slow requests answered')
 
