@@ -11,6 +11,7 @@ import { adminRoutes, adminTokenProblem } from './routes.js'
 import type { AdminThrottle } from './throttle.js'
 import { createUpstreamView, upstreamAdminRoutes, type UpstreamView } from '../upstream/view.js'
 import { metricsRoute, type GatewayMetrics } from '../metrics/index.js'
+import { configAdminRoutes, type ConfigControl } from './config-routes.js'
 
 export interface AdminServerOptions {
   config: GatewayConfig
@@ -26,6 +27,10 @@ export interface AdminServerOptions {
   upstreamView?: UpstreamView
   /** A logger to share (serve passes the public server's, so their lines come out in order). */
   loggerInstance?: FastifyBaseLogger
+  /** Config reload and the instances listing (serve's hot reload); absent: those routes do not exist. */
+  control?: ConfigControl
+  /** The config in force when a reload can change it (default `config`). */
+  currentConfig?: () => GatewayConfig
 }
 
 /** Where the admin listener binds: GATEWAY_ADMIN_HOST / GATEWAY_ADMIN_PORT, else `config.admin`. */
@@ -67,8 +72,10 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     token: opts.token,
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.throttle ? { throttle: opts.throttle } : {}),
+    ...(opts.currentConfig ? { currentConfig: opts.currentConfig } : {}),
     extraRoutes: async (app, ctx) => {
       upstreamAdminRoutes(opts.upstreamView ?? createUpstreamView())(app)
+      if (opts.control) configAdminRoutes(app, opts.control)
       ;(await import('../console/index.js')).consoleAdminRoutes(app, ctx)
     }
   })

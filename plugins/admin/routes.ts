@@ -31,6 +31,11 @@ export interface AdminRoutesOptions {
    * they get the same token check, JSON parser, error envelope and `Cache-Control: no-store`.
    */
   extraRoutes?: (app: FastifyInstance, ctx: AdminContext) => void | Promise<void>
+  /**
+   * The config in force, when it can change under the routes (a hot reload): models, tiers and
+   * the wallet floor are read from it. Default `config`.
+   */
+  currentConfig?: () => GatewayConfig
 }
 
 interface IdParams {
@@ -38,7 +43,7 @@ interface IdParams {
 }
 
 /** Routes that take no body: anything but an empty JSON object is refused (REQUEST_INVALID). */
-const NO_BODY = { schema: { body: { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } } } as const
+export const NO_BODY = { schema: { body: { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } } } as const
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest()
 const BEARER = /^Bearer +(\S+) *$/i
@@ -65,7 +70,7 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
     ...(opts.clock ? { clock: opts.clock } : {}),
   })
   const catalogue = opts.catalogue ?? compileCatalogue(opts.config.errors, opts.config.server)
-  const ctx = admin.adminContext(opts.store, opts.config, opts.clock)
+  const ctx = admin.adminContext(opts.store, opts.currentConfig ?? opts.config, opts.clock)
   // Digests have equal length whatever was sent, so timingSafeEqual never leaks the token's length.
   const expected = sha256(opts.token)
 

@@ -32,8 +32,10 @@ export interface AdminContext {
   readonly now: () => Date
 }
 
-export function adminContext (store: Store, config: GatewayConfig, clock: Clock = systemClock): AdminContext {
-  return { store, config, now: () => clock.now() }
+/** `config` may be a reader of the config in force (the admin listener of `serve` follows reloads). */
+export function adminContext (store: Store, config: GatewayConfig | (() => GatewayConfig), clock: Clock = systemClock): AdminContext {
+  if (typeof config !== 'function') return { store, config, now: () => clock.now() }
+  return { store, get config () { return config() }, now: () => clock.now() }
 }
 
 // ---- input helpers -----------------------------------------------------------------------

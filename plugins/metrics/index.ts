@@ -106,6 +106,11 @@ export class GatewayMetrics {
     this.sources = sources
   }
 
+  /** The sources in use (a config reload whose new generation failed to build puts them back). */
+  get sourcesInUse (): MetricSources {
+    return this.sources
+  }
+
   /** Records one finished request. */
   record (ctx: RequestContext, outcome: Outcome): void {
     const plan = ctx.plan

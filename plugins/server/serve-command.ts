@@ -2,9 +2,11 @@ import type { FastifyInstance } from 'fastify'
 import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../admin/admin-server.js'
 import { ConfigError, formatProblem, loadConfig } from '../config/index.js'
 import type { GatewayConfig } from '../config/types.js'
-import { buildServer, metricsConfig } from './server.js'
+import { metricsConfig } from './server.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices } from '../gateway/index.js'
-import { createUpstreamView } from '../upstream/index.js'
+import type { ReloadAnswer } from '../admin/config-routes.js'
+import { startInstanceRegistry, type InstanceRegistry } from './instances.js'
+import { GatewayHost, type ReloadOutcome } from './reload.js'
 import { listenFailure, startupLine } from './startup-error.js'
 
 export const SERVE_USAGE = 'serve [file]   start the gateway (config: $GATEWAY_CONFIG or ./gateway.yaml; PORT and HOST override it)'
@@ -57,7 +59,8 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     return 1
   }
   let services: GatewayServices | undefined
-  let app: FastifyInstance | undefined
+  let gateway: GatewayHost | undefined
+  let registry: InstanceRegistry | undefined
   let admin: FastifyInstance | null = null
   try {
     services = await openServices({
@@ -67,24 +70,47 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       unknownKeyTtlMs: loaded.config.auth.unknown_key_ttl_ms,
       unknownKeyCacheMax: loaded.config.auth.unknown_key_cache_max
     })
-    // The admin API is not on the public listener: it gets its own, on loopback by default.
-    const upstreamView = createUpstreamView()
-    app = await buildServer({ config: loaded.config, services, upstreamView })
+    // The public listener serves the config generation in force (hot reload: plugins/server/reload.ts).
+    // The admin API is not on it: it gets its own listener, on loopback by default.
+    const opened = services
+    gateway = await GatewayHost.start({
+      file,
+      loaded,
+      services,
+      onSwap: async () => { await registry?.beat() }
+    })
+    const host = gateway
+    const app = gateway.app
+    registry = await startInstanceRegistry({ store: opened.store, hash: () => host.hash, reloadedAt: () => host.reloadedAt, log: app.log })
+    const instances = registry
     const metricsSettings = metricsConfig(loaded.config)
-    const adminMetrics = app.gatewayMetrics !== null && metricsSettings.listener === 'admin'
-      ? { metrics: app.gatewayMetrics, path: metricsSettings.path }
+    const adminMetrics = host.metrics !== null && metricsSettings.listener === 'admin'
+      ? { metrics: host.metrics, path: metricsSettings.path }
       : undefined
     // The admin listener serves the admin API (with a token) and the metrics (when they live there).
     admin = adminToken || adminMetrics
-      ? await buildAdminServer({ config: loaded.config, store: services.store, token: adminToken, clock: services.clock, loggerInstance: app.log.child({ listener: 'admin' }), upstreamView, ...(adminMetrics ? { metrics: adminMetrics } : {}) })
+      ? await buildAdminServer({
+        config: loaded.config,
+        currentConfig: () => host.config,
+        store: opened.store,
+        token: adminToken,
+        clock: opened.clock,
+        loggerInstance: app.log.child({ listener: 'admin' }),
+        upstreamView: host.upstreamView,
+        control: { reload: async () => reloadAnswer(await host.reload()), instances: async () => await instances.list() },
+        ...(adminMetrics ? { metrics: adminMetrics } : {})
+      })
       : null
     for (const line of offAtBoot(loaded.config, adminToken)) app.log.warn(line)
-    const { port, host } = loaded.config.server
+    const { port, host: address } = loaded.config.server
     try {
-      await app.listen({ port, host })
+      await gateway.listen(port, address)
     } catch (err) {
-      throw listenFailure('the gateway', host, port, err)
+      throw listenFailure('the gateway', address, port, err)
     }
+    const bound = gateway.server.address()
+    // The line Fastify's own listen() printed before the listener moved to the reload host.
+    if (bound !== null && typeof bound === 'object') app.log.info(`Server listening at http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`)
     if (admin) {
       const at = adminListenAddress(loaded.config.admin)
       try {
@@ -98,29 +124,40 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     process.stderr.write(`${STARTUP_FAILURE_PREFIX}${startupLine(err)}\n`)
     // Whatever was opened is closed, so the process exits instead of waiting on a socket.
     try {
-      await app?.close()
+      await gateway?.close()
       await admin?.close()
+      await registry?.stop()
       await services?.close()
     } catch { /* the start already failed; its line is out */ }
     return 1
   }
-  const ready = app
+  const ready = gateway
   const adminApp = admin
   const opened = services
-  app.log.info({ config: file, hash: loaded.hash.slice(0, 12) }, 'model gateway ready')
+  const instance = registry
+  ready.log.info({ config: file, hash: loaded.hash.slice(0, 12), instance: instance.id }, 'model gateway ready')
+  // SIGHUP: read the file again (the outcome is logged: 'config reloaded', or the check report).
+  const onHangup = (): void => {
+    ready.log.info({ signal: 'SIGHUP' }, 'config reload asked')
+    ready.reload().catch((err: unknown) => { ready.log.error({ err }, 'config reload failed') })
+  }
+  process.on('SIGHUP', onHangup)
   return await new Promise<number>((resolve) => {
     let closing = false
     const stop = (signal: string): void => {
       if (closing) return
       closing = true
+      process.off('SIGHUP', onHangup)
       ready.log.info({ signal }, 'shutting down: finishing in-flight requests')
       // In this order, each step after the previous one ended: stop accepting and let the
-      // answers finish (up to server.shutdown_grace_ms), settle every request (the gateway's
-      // close waits for them), close the admin listener, then flush the request log and close
-      // the stores. A hook on the server's close would run before the gateway's own (Fastify
-      // closes the plugins loaded last first) and close the stores under the settlements.
+      // answers finish (up to server.shutdown_grace_ms), settle every request (each config
+      // generation's close waits for them), close the admin listener, remove this instance's
+      // row, then flush the request log and close the stores. A hook on the server's close
+      // would run before the gateway's own (Fastify closes the plugins loaded last first) and
+      // close the stores under the settlements.
       ready.close()
         .then(async () => { await adminApp?.close() })
+        .then(async () => { await instance.stop() })
         .then(async () => { await opened.close() })
         .then(() => resolve(0), (err: unknown) => {
           ready.log.error({ err }, 'shutdown failed')
@@ -130,4 +167,9 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     process.once('SIGINT', () => stop('SIGINT'))
     process.once('SIGTERM', () => stop('SIGTERM'))
   })
+}
+
+/** The admin API's form of a reload outcome: the problems as `check` prints them. */
+export function reloadAnswer (outcome: ReloadOutcome): ReloadAnswer {
+  return outcome.ok ? outcome : { ok: false, hash: outcome.hash, problems: outcome.problems.map(formatProblem) }
 }

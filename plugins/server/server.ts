@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerFactory, type FastifyServerOptions } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
@@ -23,18 +23,29 @@ export interface ServerOptions extends Omit<GatewayOptions, 'config' | 'services
   /** GATEWAY_ADMIN_TOKEN: the admin API under /admin/v1 exists only when it is set. */
   adminToken?: string | undefined
   logger?: FastifyServerOptions['logger']
+  /** A logger to share instead of `logger` (a config generation logs through the first one's). */
+  loggerInstance?: FastifyBaseLogger
   /**
    * The instance's metrics; default one built when `observability.metrics.enabled` (null: none).
    * Served here when `observability.metrics.listener` is `public`; `serve` passes the same one
    * to the admin listener otherwise.
    */
   metrics?: GatewayMetrics | null
+  /**
+   * Builds the app on a server it does not own (a config generation of plugins/server/reload.ts:
+   * the public listener is created once and hands each request to the current generation).
+   */
+  serverFactory?: FastifyServerFactory
+  /** What /readyz reports as the served config; default this config's hash. */
+  configState?: () => ConfigState
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The metrics the gateway on this server counts into (null when off). */
     gatewayMetrics: GatewayMetrics | null
+    /** The pipeline's live counts (requests in flight, closing) of the gateway on this server. */
+    gatewayStats: PipelineStats
   }
 }
 
@@ -46,7 +57,9 @@ export function metricsConfig (config: GatewayConfig): NonNullable<GatewayConfig
 /** The standalone server: the gateway plugin at the root, plus health endpoints and a graceful shutdown. */
 export async function buildServer (opts: ServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
+    ...(opts.loggerInstance
+      ? { loggerInstance: opts.loggerInstance }
+      : { logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } } }),
     bodyLimit: opts.config.server.body_limit_bytes,
     // Request, header, idle and keep-alive timeouts of the listener.
     ...serverBounds(opts.config.server),
@@ -59,13 +72,15 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     // A request arriving while the server closes is refused by the gateway itself (MODEL_BUSY in
     // its family's envelope, see PipelineStats.closing), not with Fastify's own 503 body.
     return503OnClosing: false,
-    forceCloseConnections: 'idle'
+    forceCloseConnections: 'idle',
+    ...(opts.serverFactory ? { serverFactory: opts.serverFactory } : {})
   })
   const stats: PipelineStats = { inflight: 0 }
   app.get('/healthz', async () => ({ status: 'ok' }))
-  const { services, logger: _logger, adminToken, metrics: givenMetrics, ...gatewayOptions } = opts
+  app.decorate('gatewayStats', stats)
+  const { services, logger: _logger, adminToken, metrics: givenMetrics, serverFactory: _factory, configState: givenState, loggerInstance: _loggerInstance, ...gatewayOptions } = opts
   const configState: ConfigState = { hash: configHash(opts.config) }
-  readinessRoute(app, { store: services.store, redis: services.store.bus instanceof RedisInvalidationBus, config: () => configState, closing: () => stats.closing === true })
+  readinessRoute(app, { store: services.store, redis: services.store.bus instanceof RedisInvalidationBus, config: givenState ?? (() => configState), closing: () => stats.closing === true })
   const metricsSettings = metricsConfig(opts.config)
   const metrics = givenMetrics !== undefined
     ? givenMetrics
@@ -80,6 +95,9 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   // server.close() waiting for the headers timeout.
   app.addHook('preClose', async () => {
     stats.closing = true
+    // On a server it does not own, the owner stops accepting, waits and closes the connections
+    // (plugins/server/reload.ts); the gateway's own close still settles every request.
+    if (opts.serverFactory !== undefined) return
     const deadline = Date.now() + opts.config.server.shutdown_grace_ms
     while (stats.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
     app.server.closeAllConnections()
