@@ -57,6 +57,16 @@ function compileBodyRules (m: ModelConfig): ReadonlyMap<string, BodyRules> {
 }
 
 /**
+ * The status a request meets: the stored one (admin API) when there is one, else the configured
+ * one. A model priced incompletely (only a draft can be) stays a draft whatever was stored: it
+ * cannot be published.
+ */
+export function effectiveStatus (configured: ModelStatus, stored: ModelStatus | undefined, completelyPriced: boolean): ModelStatus {
+  if (!completelyPriced) return 'draft'
+  return stored ?? configured
+}
+
+/**
  * The catalogue of every completely priced model (pricing/completeness.ts): a draft priced
  * incompletely cannot be published, so no request can ever reach it and it is left out.
  */
@@ -84,7 +94,7 @@ export function compileModels (config: GatewayConfig): ModelCatalogue {
   })
   const all = Object.freeze([...byId.values()])
   let stored: ReadonlyMap<string, { readonly status: ModelStatus }> = new Map()
-  const statusOf = (model: CompiledModel): ModelStatus => stored.get(model.id)?.status ?? model.status
+  const statusOf = (model: CompiledModel): ModelStatus => effectiveStatus(model.status, stored.get(model.id)?.status, true)
   return {
     get: (id) => byId.get(id),
     list: () => all,

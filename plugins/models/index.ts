@@ -6,7 +6,7 @@ import { checkCapabilities, checkFileCapabilities } from './capabilities.js'
 import type { ModelCatalogue } from './catalogue.js'
 import { modelFromBody, modelFromPath } from './model-id.js'
 
-export { compileModels, type CompiledModel, type ModelCatalogue } from './catalogue.js'
+export { compileModels, effectiveStatus, type CompiledModel, type ModelCatalogue } from './catalogue.js'
 
 /** How long an instance trusts what it read of the stored model statuses: a publish, pause or retire reaches every instance within this. */
 export const MODEL_STATUS_CACHE_MS = 1000
