@@ -292,7 +292,6 @@ export function listTiers (ctx: AdminContext): { data: TierView[] } {
   return { data }
 }
 
-
 // ---- wallet and request log --------------------------------------------------------------
 
 const CREDIT_FIELDS = new Set(['amount', 'kind', 'idempotency_key', 'note'])
