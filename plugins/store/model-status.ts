@@ -30,11 +30,12 @@ function statusOf (value: string): ModelStatus {
 interface Row {
   model_id: string
   status: string
-  updated_at: number | Date
+  /** SQLite: ms since the epoch (a bigint: the connection reads integers safely); PostgreSQL: a Date. */
+  updated_at: bigint | number | Date
 }
 
 function toMap (rows: readonly Row[]): ReadonlyMap<string, StoredModelStatus> {
-  return new Map(rows.map((r) => [r.model_id, { status: statusOf(r.status), updatedAt: new Date(r.updated_at) }]))
+  return new Map(rows.map((r) => [r.model_id, { status: statusOf(r.status), updatedAt: r.updated_at instanceof Date ? r.updated_at : new Date(Number(r.updated_at)) }]))
 }
 
 export function createModelStatusStore (backend: StoreBackend): ModelStatusStore {
