@@ -10,12 +10,15 @@ import { OpenAI } from 'openai'
 import t from 'tap'
 import { modelsCommand } from '../plugins/admin/cli.js'
 import type { CommandIo } from '../plugins/admin/cli-runtime.js'
-import { MODEL_STATUS_CACHE_MS } from '../plugins/models/index.js'
+import { loadConfig } from '../plugins/config/index.js'
+import { compileModels, MODEL_STATUS_CACHE_MS, modelsPlugin } from '../plugins/models/index.js'
+import type { RequestContext } from '../plugins/pipeline/context.js'
+import { createModelStatusStore, type ModelStatusStore } from '../plugins/store/model-status.js'
 import type { RequestLogRow } from '../plugins/store/request-log/types.js'
 import { accountRows, adminClient, expectedCost, priceOf, sleep } from './helpers/billing.js'
 import { signedInClient } from './helpers/console.js'
 import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
-import { TEST_DATABASE_URL, TEST_SECRET } from './helpers/store.js'
+import { sqliteTestBackend, TEST_DATABASE_URL, TEST_SECRET } from './helpers/store.js'
 import { modelOf, readRepoConfig, writeTestConfig, type RawConfig } from './helpers/test-config.js'
 
 const ADMIN_TOKEN = 'models-publish-token-0123456789abcdef'
@@ -221,3 +224,35 @@ for (const backend of ['sqlite', 'pg'] as const) {
     }
   })
 }
+
+t.test('the request path reads the stored statuses at most once per cache lifetime, not per request', async (t) => {
+  const backend = sqliteTestBackend()
+  t.teardown(() => backend.cleanup())
+  const store = await backend.open()
+  const real = createModelStatusStore(store.backend)
+  let reads = 0
+  const counted: ModelStatusStore = { ...real, list: async () => { reads++; return await real.list() } }
+  const { config } = loadConfig(cfg.file, { ...process.env, OPENAI_BASE_URL: 'http://127.0.0.1:9' })
+  const plugin = modelsPlugin(compileModels(config), counted)
+  // Only what the models concern reads of a request: a JSON chat body naming the model.
+  const resolve = async (model: string): Promise<string | undefined> => {
+    const ctx = {
+      model: null,
+      requestedModelId: null,
+      params: {},
+      plan: { upstream: undefined, modelInPath: false, operation: 'chat.completions', op: { videoParts: false } },
+      body: { kind: 'json', json: { model, messages: [{ role: 'user', content: 'hi' }] } }
+    } as unknown as RequestContext
+    await plugin.resolve?.(ctx, undefined as never)
+    return ctx.model?.id
+  }
+  t.equal(await resolve('openai/gpt-4o-mini'), 'openai/gpt-4o-mini')
+  for (let i = 0; i < 100; i++) await resolve('openai/gpt-4o-mini')
+  t.equal(reads, 1, '101 requests, one read of the table')
+  await real.set(PRICED, 'active', new Date())
+  await t.rejects(resolve(PRICED), { code: 'MODEL_NOT_FOUND' }, 'within the lifetime the last read holds')
+  t.equal(reads, 1)
+  await sleep(MODEL_STATUS_CACHE_MS + 50)
+  t.equal(await resolve(PRICED), PRICED, 'past it, the stored publish is met')
+  t.equal(reads, 2, 'one more read')
+})
