@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // model-gateway CLI: a table of subcommands, each `(args) => exit code`.
 // Operator commands mirror the admin API (plugins/admin/cli.ts).
-import { accountsCommand, ACCOUNTS_USAGE, keysCommand, KEYS_USAGE, requestsCommand, REQUESTS_USAGE, tiersCommand, TIERS_USAGE, walletCommand, WALLET_USAGE } from '../plugins/admin/cli.js'
+import { accountsCommand, ACCOUNTS_USAGE, keysCommand, KEYS_USAGE, modelsCommand, MODELS_USAGE, requestsCommand, REQUESTS_USAGE, tiersCommand, TIERS_USAGE, walletCommand, WALLET_USAGE } from '../plugins/admin/cli.js'
 import { checkCommand, CHECK_USAGE } from '../plugins/config/check-command.js'
 import { serveCommand, SERVE_USAGE } from '../plugins/server/serve-command.js'
 
@@ -17,6 +17,7 @@ const usage = [
   `  ${KEYS_USAGE}`,
   `  ${WALLET_USAGE}`,
   `  ${REQUESTS_USAGE}`,
+  `  ${MODELS_USAGE}`,
   `  ${TIERS_USAGE}`,
   '  help           show this help'
 ].join('\n') + '\n'
@@ -28,6 +29,7 @@ const commands: Record<string, Command> = {
   keys: keysCommand,
   wallet: walletCommand,
   requests: requestsCommand,
+  models: modelsCommand,
   tiers: tiersCommand,
   help: async () => {
     process.stdout.write(usage)

@@ -381,6 +381,11 @@ for (const backend of testBackends()) {
       t.same(res.json.data.find((m: { id: string }) => m.id === 'openai/gpt-4o'), {
         id: 'openai/gpt-4o',
         status: 'active',
+        configured_status: 'active',
+        stored_status: null,
+        status_updated_at: null,
+        pricing_complete: true,
+        pricing_problems: [],
         operations: ['chat.completions', 'responses'],
         capabilities: ['vision'],
         pricing: { unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000, url_media_item: '0.0037' },

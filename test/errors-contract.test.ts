@@ -101,6 +101,8 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   MODEL_FIRST_FRAME_REQUIRED: { reference: 'GW-MODEL-3012', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_SERVICE_TIER_UNAVAILABLE: { reference: 'GW-MODEL-3013', status: 400, retryable: false, strategy: 'NONE' },
   MODEL_CONTEXT_EXCEEDED: { reference: 'GW-MODEL-3017', status: 400, retryable: false, strategy: 'NONE' },
+  // A console (admin API) operation: publishing a model whose pricing is incomplete.
+  MODEL_PUBLISH_PRICING_REQUIRED: { reference: 'GW-MODEL-3014', status: 422, retryable: false, strategy: 'NONE' },
   LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
   LIMIT_IMAGE_PLATFORM_PAUSED: { reference: 'GW-LIMIT-4005', status: 503, retryable: true, strategy: 'WAIT' },
   // Key caps: not retryable as is (raise or clear the cap, reset the used quota, or wait for the reset).
@@ -191,9 +193,11 @@ const strictConfig = writeTestConfig((c) => {
   // The default Claude models lower a max_tokens above their range (cap_output_tokens); this one refuses it.
   const haiku = modelOf(c, 'anthropic/claude-haiku-3.5')
   c.models.push({ ...haiku, id: 'anthropic/claude-uncapped', operations: { messages: { path: '/v1/messages' } }, fallbacks: [] })
+  // A draft priced incompletely: not in the published catalogue, and the admin API cannot publish it.
+  c.models.push({ ...modelOf(c, 'openai/gpt-4o-mini'), id: 'openai/gpt-draft', status: 'draft', fallbacks: [], pricing: { unit: 'token', input: '1.00' } })
 })
 t.teardown(strictConfig.remove)
-const strict = await startTestGateway({ configFile: strictConfig.file, mock: gw.mock, shareStoreWith: gw })
+const strict = await startTestGateway({ configFile: strictConfig.file, mock: gw.mock, shareStoreWith: gw, server: { adminToken: ADMIN_TOKEN } })
 t.teardown(() => strict.close())
 
 const ADMIN = '/admin/v1'
@@ -1056,6 +1060,12 @@ t.test('admin API refusals, in the chat-completions envelope', async (t) => {
     const key = await adminOk<{ id: string }>(gw.url, 'POST', keys, { name: 'to patch' })
     await expectError(t, await adminCall(gw.url, 'PATCH', `/keys/${key.id}`, { timezone: 'Mars/Olympus' }), 'chat', 'AUTH_API_KEY_CONFIGURATION_INVALID', 'timezone')
     await expectError(t, await adminCall(gw.url, 'POST', `${keys}/import-legacy`, { key: 'sk-not-legacy', name: 'old' }), 'chat', 'AUTH_API_KEY_CONFIGURATION_INVALID', 'key')
+  })
+
+  t.test('MODEL_PUBLISH_PRICING_REQUIRED: publishing a draft priced incompletely; param the field at fault', async (t) => {
+    await expectError(t, await post(`${strict.url}/v1/chat/completions`, chatBody('openai/gpt-draft')), 'chat', 'MODEL_NOT_FOUND', 'model')
+    const body = await expectError(t, await adminCall(strict.url, 'POST', '/models/openai%2Fgpt-draft/publish'), 'chat', 'MODEL_PUBLISH_PRICING_REQUIRED', 'pricing')
+    t.match((body as { error: { message: string } }).error.message, /pricing: token pricing needs output, per\.$/, 'the missing fields named')
   })
 
   t.test('AUTH_API_KEY_NOT_REVEALABLE: an imported legacy key', async (t) => {

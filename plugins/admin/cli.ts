@@ -12,6 +12,7 @@ import {
 } from './cli-runtime.js'
 import * as admin from './service.js'
 import { getKeyUsage, resetKeyUsage } from './usage.js'
+import { getModel, listModels, MODEL_ACTIONS, type ModelAction, resetModelStatus, setModelStatus } from './models.js'
 
 export const ACCOUNTS_USAGE = [
   'accounts create --name N [--tier T]      create an account (tier default: limits.default_tier)',
@@ -34,6 +35,12 @@ export const WALLET_USAGE = [
   'wallet get ACCOUNT                                  balance, held, available',
   '  wallet credit ACCOUNT --amount D [--grant] [--idempotency-key K] [--note N]',
   '    a top-up by default (unlocks models that require one); --grant gives credit that does not',
+].join('\n')
+
+export const MODELS_USAGE = [
+  'models list | get ID                                 every declared model: configured and effective status, pricing completeness',
+  '  models publish ID | pause ID | retire ID | unpublish ID | reset ID',
+  '    store a status over gateway.yaml\'s (reset: back to it); running instances follow within a second',
 ].join('\n')
 
 export const TIERS_USAGE = 'tiers list                                           rate-limit tiers, lowest rank first'
@@ -172,6 +179,27 @@ const TIER_ACTIONS: Record<string, Run> = {
   }
 }
 
+const modelAction = (action: ModelAction): Run => async (args, io) => {
+  const [id = ''] = parse(args, {}, ['ID']).positionals
+  return await runOperation(io, (ctx) => setModelStatus(ctx, id, action))
+}
+
+const MODEL_CLI_ACTIONS: Record<string, Run> = {
+  list: async (args, io) => {
+    parse(args, {}, [])
+    return await runOperation(io, (ctx) => listModels(ctx))
+  },
+  get: async (args, io) => {
+    const [id = ''] = parse(args, {}, ['ID']).positionals
+    return await runOperation(io, (ctx) => getModel(ctx, id))
+  },
+  ...Object.fromEntries((Object.keys(MODEL_ACTIONS) as ModelAction[]).map((a) => [a, modelAction(a)])),
+  reset: async (args, io) => {
+    const [id = ''] = parse(args, {}, ['ID']).positionals
+    return await runOperation(io, (ctx) => resetModelStatus(ctx, id))
+  },
+}
+
 const WALLET_ACTIONS: Record<string, Run> = {
   get: async (args, io) => {
     const [id = ''] = parse(args, {}, ['ACCOUNT']).positionals
@@ -289,4 +317,9 @@ export async function tiersCommand (args: string[], io: CommandIo = processIo())
 /** `model-gateway requests list …` */
 export async function requestsCommand (args: string[], io: CommandIo = processIo()): Promise<number> {
   return await dispatch('requests', REQUESTS_USAGE, REQUEST_ACTIONS, args, io)
+}
+
+/** `model-gateway models <list|get|publish|pause|retire|unpublish|reset> …` */
+export async function modelsCommand (args: string[], io: CommandIo = processIo()): Promise<number> {
+  return await dispatch('models', MODELS_USAGE, MODEL_CLI_ACTIONS, args, io)
 }

@@ -11,14 +11,14 @@ export {
   importLegacyKey,
   listAccounts,
   listKeys,
-  listModels,
   revealKey,
   revokeKey,
   updateAccount,
   updateKey,
   type AdminContext,
 } from './service.js'
-export type { AccountView, KeyStatus, KeyView, ModelView, Page, RevealedKeyView } from './views.js'
+export { getModel, listModels, MODEL_ACTIONS, resetModelStatus, setModelStatus, type ModelAction } from './models.js'
+export type { AccountView, KeyStatus, KeyView, ModelView, Page, PricingProblemView, RevealedKeyView } from './views.js'
 export { accountView, formatMinorUnits, keyView, modelView } from './views.js'
 export {
   ADMIN_BODY_LIMIT_BYTES,

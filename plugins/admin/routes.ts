@@ -11,6 +11,7 @@ import * as admin from './service.js'
 import { getKeyUsage, resetKeyUsage } from './usage.js'
 import { createImagePauseStore } from '../store/image-pause.js'
 import { imagePauseView } from './image-pause.js'
+import { getModel, listModels, MODEL_ACTIONS, type ModelAction, resetModelStatus, setModelStatus } from './models.js'
 import type { AdminContext } from './service.js'
 import { ADMIN_SCHEMAS as S, KEY_SCHEMA_CODE, adminValidatorCompiler, schemaRefusal } from './schemas.js'
 import { AdminThrottle } from './throttle.js'
@@ -41,6 +42,10 @@ export interface AdminRoutesOptions {
 interface IdParams {
   id: string
 }
+
+type ModelParams = { id: string } | { provider: string, name: string }
+
+const modelIdOf = (p: ModelParams): string => 'id' in p ? p.id : `${p.provider}/${p.name}`
 
 /** Routes that take no body: anything but an empty JSON object is refused (REQUEST_INVALID). */
 export const NO_BODY = { schema: { body: { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } } } as const
@@ -154,7 +159,16 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
     return imagePauseView(today(), false, ctx.now())
   })
 
-  app.get('/models', async () => admin.listModels(ctx))
+  // A model id has one slash (`openai/gpt-4o`): it may be sent as two segments or URL-encoded as one.
+  app.get('/models', async () => await listModels(ctx))
+  for (const [path, schema] of [['/models/:provider/:name', S.modelPath], ['/models/:id', S.modelId]] as const) {
+    app.get<{ Params: ModelParams }>(path, { schema }, async (req) => await getModel(ctx, modelIdOf(req.params)))
+    for (const action of Object.keys(MODEL_ACTIONS) as ModelAction[]) {
+      app.post<{ Params: ModelParams }>(`${path}/${action}`, { schema: { ...schema, body: NO_BODY.schema.body } }, async (req) =>
+        await setModelStatus(ctx, modelIdOf(req.params), action))
+    }
+    app.delete<{ Params: ModelParams }>(`${path}/status`, { schema }, async (req) => await resetModelStatus(ctx, modelIdOf(req.params)))
+  }
   app.get('/tiers', async () => admin.listTiers(ctx))
 
   app.post<{ Params: IdParams }>('/accounts/:id/credits', { schema: S.credit }, async (req) => await admin.creditAccount(ctx, req.params.id, req.body))

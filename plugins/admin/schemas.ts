@@ -38,6 +38,10 @@ export const ADMIN_SCHEMAS = {
   createAccount: { body: object({ name: NAME, tier: ID }, ['name']) },
   listAccounts: { querystring: object({ limit: { type: 'string', pattern: '^[0-9]{1,7}$' }, after: ID }) },
   accountId: { params: idParams },
+  /** `/models/{id}`, the id URL-encoded (`openai%2Fgpt-4o`). */
+  modelId: { params: idParams },
+  /** `/models/{provider}/{name}`: the id's two parts as two segments. */
+  modelPath: { params: object({ provider: ID, name: ID }, ['provider', 'name']) },
   updateAccount: { params: idParams, body: object({ name: NAME, tier: ID, status: { type: 'string', enum: ['active', 'suspended'] }, allowed_models: KEY_FIELDS.allowed_models }) },
   createKey: { params: idParams, body: object(KEY_FIELDS, ['name']) },
   updateKey: { params: idParams, body: object(KEY_FIELDS) },

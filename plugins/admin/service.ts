@@ -16,12 +16,10 @@ import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MINOR_UNIT_DIGITS } from './constan
 import {
   type AccountView,
   type KeyView,
-  type ModelView,
   type Page,
   type RevealedKeyView,
   accountView,
   keyView,
-  modelView,
   type RequestLogView,
   requestLogView,
 } from './views.js'
@@ -279,9 +277,8 @@ export async function importLegacyKey (ctx: AdminContext, accountId: string, bod
   return keyView(result.value, ctx.now())
 }
 
-// ---- models ------------------------------------------------------------------------------
+// ---- tiers -------------------------------------------------------------------------------
 
-/** The catalogue as configured, every status included. */
 export interface TierView {
   name: string
   rank: number
@@ -295,10 +292,6 @@ export function listTiers (ctx: AdminContext): { data: TierView[] } {
     .map(([name, t]) => ({ name, rank: t.rank, requests_per_minute: t.requests_per_minute, concurrent_streams: t.concurrent_streams }))
     .sort((a, b) => a.rank - b.rank || (a.name < b.name ? -1 : 1))
   return { data }
-}
-
-export function listModels (ctx: AdminContext): Page<ModelView> {
-  return { data: ctx.config.models.map(modelView), has_more: false, next_after: null }
 }
 
 // ---- wallet and request log --------------------------------------------------------------

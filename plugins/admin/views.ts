@@ -46,13 +46,36 @@ export interface RevealedKeyView extends KeyView {
 
 export interface ModelView {
   id: string
+  /** The status requests meet: the stored one (admin API) when there is one, else the configured one. */
   status: ModelConfig['status']
+  /** The status gateway.yaml declares. */
+  configured_status: ModelConfig['status']
+  /** The status the admin API stored, overriding the configured one; null when none. */
+  stored_status: ModelConfig['status'] | null
+  /** When the admin API stored it; null when none. */
+  status_updated_at: string | null
+  /** Whether the pricing is complete (every status but draft needs it). */
+  pricing_complete: boolean
+  /** What keeps the pricing from being complete: the field (`pricing.output`, `operations.<name>`) and why. */
+  pricing_problems: PricingProblemView[]
   operations: string[]
   capabilities: string[]
   pricing: ModelConfig['pricing']
   fallbacks: string[]
   max_output_tokens: number | null
   requires_topup: boolean
+}
+
+export interface PricingProblemView {
+  field: string
+  message: string
+}
+
+/** What the admin API knows of a model's status besides gateway.yaml. */
+export interface ModelStatusFacts {
+  status: ModelConfig['status']
+  stored: { status: ModelConfig['status'], updatedAt: Date } | null
+  pricingProblems: PricingProblemView[]
 }
 
 export interface Page<T> {
@@ -112,10 +135,15 @@ export function keyView (k: ApiKeyRecord, now: Date): KeyView {
   }
 }
 
-export function modelView (m: ModelConfig): ModelView {
+export function modelView (m: ModelConfig, facts: ModelStatusFacts): ModelView {
   return {
     id: m.id,
-    status: m.status,
+    status: facts.status,
+    configured_status: m.status,
+    stored_status: facts.stored?.status ?? null,
+    status_updated_at: facts.stored?.updatedAt.toISOString() ?? null,
+    pricing_complete: facts.pricingProblems.length === 0,
+    pricing_problems: facts.pricingProblems.map((p) => ({ ...p })),
     operations: Object.keys(m.operations),
     capabilities: [...(m.capabilities ?? [])],
     // Prices stay the decimal strings of gateway.yaml: exact, and what the operator wrote.

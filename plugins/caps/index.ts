@@ -4,6 +4,7 @@
 import { gatewayError } from '../errors/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
+import { CachedRead } from '../store/cached-read.js'
 import type { Clock } from '../store/clock.js'
 import type { ImagePauseStore } from '../store/image-pause.js'
 
@@ -16,28 +17,6 @@ export interface CapsDeps {
   clock: Clock
   /** `limits.images_paused_on`: a UTC day the config pauses image generation on. */
   pausedOn?: string | undefined
-}
-
-/** The pause of one UTC day as last read, and until when (monotonic ms) the read holds. */
-class PauseCache {
-  private day = ''
-  private paused = false
-  private until = 0
-  private pending: Promise<boolean> | null = null
-
-  constructor (private readonly store: ImagePauseStore) {}
-
-  /** Synchronous when fresh: image requests wait for the database at most once a second per instance. */
-  read (day: string): boolean | Promise<boolean> {
-    if (day === this.day && performance.now() < this.until) return this.paused
-    this.pending ??= this.store.isPaused(day).then((paused) => {
-      this.day = day
-      this.paused = paused
-      this.until = performance.now() + IMAGE_PAUSE_CACHE_MS
-      return paused
-    }).finally(() => { this.pending = null })
-    return this.pending
-  }
 }
 
 function refuse (now: number): never {
@@ -55,7 +34,8 @@ async function admitLater (pending: Promise<boolean>, now: number): Promise<void
  * property check.
  */
 export function capsPlugin (deps: CapsDeps): GatewayPlugin {
-  const cache = new PauseCache(deps.pauses)
+  // Synchronous when fresh: image requests wait for the database at most once a second per instance.
+  const cache = new CachedRead((day: string) => deps.pauses.isPaused(day), IMAGE_PAUSE_CACHE_MS)
   const configured = deps.pausedOn
   if (configured !== undefined && Number.isNaN(Date.parse(`${configured}T00:00:00.000Z`))) throw new Error(`limits.images_paused_on "${configured}" is not a day`)
   return {

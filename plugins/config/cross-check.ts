@@ -4,7 +4,7 @@
 // the loader still runs it then to report every problem at once.
 import { checkAdmission } from '../admission/check.js'
 import { checkOperations } from '../operations/check.js'
-import { compilePrice, PriceConfigError } from '../pricing/compile.js'
+import { operationsTable, pricingProblems } from '../pricing/completeness.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
 import { formatPath, type PathProblem, type PathSegment } from './problem.js'
 
@@ -90,6 +90,7 @@ function checkRoutes (config: GatewayConfig): CrossProblem[] {
 function checkModels (config: GatewayConfig): CrossProblem[] {
   const out: CrossProblem[] = []
   const routed = new Set(entries(config.routes).map(([r]) => r.operation))
+  const table = operationsTable(config)
   const ids = new Map<string, number>()
   for (const [model, i] of entries(config.models)) {
     const first = isString(model.id) ? ids.get(model.id) : undefined
@@ -106,25 +107,12 @@ function checkModels (config: GatewayConfig): CrossProblem[] {
         out.push({ path: ['models', i, 'operations', operation, 'cap_output_tokens'], message: 'cap_output_tokens needs the model\'s max_output_tokens' })
       }
     }
-    out.push(...checkPricing(model, i))
+    // A draft may be priced incompletely: it is not published, and publishing it checks the same.
+    if (model.status !== 'draft') {
+      for (const p of pricingProblems(model, table)) out.push({ ...p, path: ['models', i, ...p.path] })
+    }
   }
   return out
-}
-
-function checkPricing (model: ModelConfig, i: number): CrossProblem[] {
-  const pricing = model.pricing
-  if (pricing === undefined || pricing === null || typeof pricing !== 'object') return []
-  const needed = pricing.unit === 'token' ? ['input', 'output', 'per'] as const : ['unit_price'] as const
-  const missing = needed.filter((k) => pricing[k] === undefined)
-  if (missing.length > 0) return [{ path: ['models', i, 'pricing'], message: `${pricing.unit} pricing needs ${missing.join(', ')}` }]
-  // The loader compiles prices to exact integer rates at boot; whatever it refuses is reported here.
-  try {
-    compilePrice(pricing, 'pricing')
-    return []
-  } catch (err) {
-    if (!(err instanceof PriceConfigError)) throw err
-    return [{ path: err.field ? ['models', i, 'pricing', err.field] : ['models', i, 'pricing'], message: err.reason }]
-  }
 }
 
 function checkFallbacks (config: GatewayConfig): CrossProblem[] {

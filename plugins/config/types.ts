@@ -6,7 +6,8 @@ export type FamilyName = string
 export type EnvelopeKind = 'chat' | 'messages' | 'genai'
 export type BodyKind = 'json' | 'multipart' | 'none'
 export type RetryStrategy = 'NONE' | 'BACKOFF' | 'TOP_UP' | 'WAIT' | 'CHANGE_REQUEST' | 'SWITCH_MODEL'
-export type ModelStatus = 'active' | 'paused' | 'retired'
+/** `draft`: declared, not in the published catalogue (its pricing may be incomplete); the admin API publishes it. */
+export type ModelStatus = 'draft' | 'active' | 'paused' | 'retired'
 
 export interface ServerConfig {
   port: number

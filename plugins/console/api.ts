@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import * as admin from '../admin/service.js'
 import type { AdminContext } from '../admin/service.js'
+import { listModels } from '../admin/models.js'
 import { requestLogView } from '../admin/views.js'
 import type { ConsoleConfig } from '../config/types.js'
 import { createMailer } from './mailer.js'
@@ -361,7 +362,12 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
 
   app.get('/models', async (req) => {
     await sessions.require(req)
-    return { data: admin.listModels(ctx).data.filter((m) => m.status !== 'retired') }
+    // The published catalogue a key can call or will again: no draft, no retired model.
+    // How the operator got there (configured and stored status, pricing checks) is not the account holder's.
+    const data = (await listModels(ctx)).data
+      .filter((m) => m.status === 'active' || m.status === 'paused')
+      .map(({ configured_status: _c, stored_status: _s, status_updated_at: _u, pricing_complete: _p, pricing_problems: _q, ...shown }) => shown)
+    return { data }
   })
 
   // The request log row of one request (the dashboard links here); another account's is not found.

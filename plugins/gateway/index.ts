@@ -23,6 +23,7 @@ import { walletPlugin } from '../wallet/index.js'
 import { createHoldKeeper } from '../wallet/hold-renewal.js'
 import { reapExpiredHolds } from '../wallet/reaper.js'
 import { createImagePauseStore } from '../store/image-pause.js'
+import { createModelStatusStore } from '../store/model-status.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
 export type { Outcome, RequestContext, RequestState } from '../pipeline/context.js'
@@ -88,7 +89,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   ]
   return [
     requestPlugin(config),
-    modelsPlugin(models),
+    // The admin API's model statuses (publish, pause, retire), shared through the store.
+    modelsPlugin(models, createModelStatusStore(store.backend)),
     authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
     // After auth (the key's policy), before anything reads the body or holds money.
     limitsPlugin({ server: config.server, limits: config.limits, clock, redis: services.limitsRedis, log: parts.log }),

@@ -1,11 +1,13 @@
 import type { GatewayConfig, ModelConfig, ModelStatus, PriceConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import { compilePrice, type CompiledPrice } from '../pricing/compile.js'
+import { operationsTable, pricingProblems } from '../pricing/completeness.js'
 import { MAX_IMAGES } from '../pricing/worst-case.js'
 import type { BodyRules } from '../request/body-rules.js'
 
 export interface CompiledModel {
   readonly id: string
+  /** The status gateway.yaml declares; what a request meets is the catalogue's `statusOf`. */
   readonly status: ModelStatus
   readonly pool: string
   readonly upstreamModel: string
@@ -26,10 +28,22 @@ export interface CompiledModel {
 }
 
 export interface ModelCatalogue {
+  /** A completely priced model, whatever its status; a draft priced incompletely is in no catalogue. */
   get (id: string): CompiledModel | undefined
   list (): readonly CompiledModel[]
+  /**
+   * The status a request meets: the admin API's stored one when there is one, else the configured
+   * one; undefined for a model the catalogue does not hold.
+   */
+  statusOf (id: string): ModelStatus | undefined
   /** The model a request may be served by, or the catalogue error why not. */
   resolve (id: string, operation: string): CompiledModel
+  /**
+   * Replaces the stored statuses (the admin API's, read from the shared database by the models
+   * concern's cache) that `statusOf` and `resolve` answer with; a model without one keeps its
+   * configured status.
+   */
+  setStoredStatuses (stored: ReadonlyMap<string, { readonly status: ModelStatus }>): void
 }
 
 function compileBodyRules (m: ModelConfig): ReadonlyMap<string, BodyRules> {
@@ -42,9 +56,25 @@ function compileBodyRules (m: ModelConfig): ReadonlyMap<string, BodyRules> {
   return rules
 }
 
+/**
+ * The status a request meets: the stored one (admin API) when there is one, else the configured
+ * one. A model priced incompletely (only a draft can be) stays a draft whatever was stored: it
+ * cannot be published.
+ */
+export function effectiveStatus (configured: ModelStatus, stored: ModelStatus | undefined, completelyPriced: boolean): ModelStatus {
+  if (!completelyPriced) return 'draft'
+  return stored ?? configured
+}
+
+/**
+ * The catalogue of every completely priced model (pricing/completeness.ts): a draft priced
+ * incompletely cannot be published, so no request can ever reach it and it is left out.
+ */
 export function compileModels (config: GatewayConfig): ModelCatalogue {
   const byId = new Map<string, CompiledModel>()
+  const operations = operationsTable(config)
   config.models.forEach((m, i) => {
+    if (m.status === 'draft' && pricingProblems(m, operations).length > 0) return
     byId.set(m.id, Object.freeze({
       id: m.id,
       status: m.status,
@@ -63,16 +93,25 @@ export function compileModels (config: GatewayConfig): ModelCatalogue {
     }))
   })
   const all = Object.freeze([...byId.values()])
+  let stored: ReadonlyMap<string, { readonly status: ModelStatus }> = new Map()
+  const statusOf = (model: CompiledModel): ModelStatus => effectiveStatus(model.status, stored.get(model.id)?.status, true)
   return {
     get: (id) => byId.get(id),
     list: () => all,
+    statusOf (id) {
+      const model = byId.get(id)
+      return model === undefined ? undefined : statusOf(model)
+    },
     resolve (id, operation) {
       const model = byId.get(id)
-      if (!model) throw gatewayError('MODEL_NOT_FOUND', { param: 'model' })
-      if (model.status === 'retired') throw gatewayError('MODEL_RETIRED', { param: 'model' })
-      if (model.status === 'paused') throw gatewayError('MODEL_TEMPORARILY_UNAVAILABLE', { param: 'model' })
+      const status = model === undefined ? 'draft' : statusOf(model)
+      // A draft is not in the published catalogue: the same answer as an id never declared.
+      if (model === undefined || status === 'draft') throw gatewayError('MODEL_NOT_FOUND', { param: 'model' })
+      if (status === 'retired') throw gatewayError('MODEL_RETIRED', { param: 'model' })
+      if (status === 'paused') throw gatewayError('MODEL_TEMPORARILY_UNAVAILABLE', { param: 'model' })
       if (!model.operations.has(operation)) throw gatewayError('MODEL_PROTOCOL_UNSUPPORTED', { param: 'model' })
       return model
-    }
+    },
+    setStoredStatuses (next) { stored = next }
   }
 }

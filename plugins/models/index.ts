@@ -1,27 +1,56 @@
+import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
+import { CachedRead } from '../store/cached-read.js'
+import type { ModelStatusStore } from '../store/model-status.js'
 import { checkCapabilities, checkFileCapabilities } from './capabilities.js'
 import type { ModelCatalogue } from './catalogue.js'
 import { modelFromBody, modelFromPath } from './model-id.js'
 
-export { compileModels, type CompiledModel, type ModelCatalogue } from './catalogue.js'
+export { compileModels, effectiveStatus, type CompiledModel, type ModelCatalogue } from './catalogue.js'
+
+/** How long an instance trusts what it read of the stored model statuses: a publish, pause or retire reaches every instance within this. */
+export const MODEL_STATUS_CACHE_MS = 1000
+
+function checkInput (ctx: RequestContext): void {
+  if (ctx.model === null) return
+  if (ctx.body?.kind === 'json') checkCapabilities(ctx.model, ctx.plan.op, ctx.body.json)
+  else if (ctx.body?.kind === 'multipart') checkFileCapabilities(ctx.model, ctx.body.summary.files)
+}
 
 /**
  * resolve: the requested model (body `model`, path `{model}`, multipart field) → the catalogue
- * (not found, retired, paused, protocol), then the capabilities its input needs. A fallback
- * arrives with `ctx.model` already set: only its capabilities are checked.
+ * (not found or draft, retired, paused, protocol), then the capabilities its input needs. A
+ * fallback arrives with `ctx.model` already set: only its capabilities are checked.
+ *
+ * With `statuses`, the statuses the admin API stored (publish, pause, retire) override the
+ * configured ones. They are read whole through a short cache: a request waits for the database
+ * at most once per MODEL_STATUS_CACHE_MS per instance, and not at all while the read holds.
  */
-export function modelsPlugin (models: ModelCatalogue): GatewayPlugin {
+export function modelsPlugin (models: ModelCatalogue, statuses?: ModelStatusStore): GatewayPlugin {
+  const cache = statuses === undefined
+    ? null
+    : new CachedRead(async (_all: 'all') => {
+      const stored = await statuses.list()
+      models.setStoredStatuses(stored)
+      return stored
+    }, MODEL_STATUS_CACHE_MS)
+  const resolveModel = (ctx: RequestContext, id: string): void => {
+    ctx.model = models.resolve(id, ctx.plan.operation)
+    checkInput(ctx)
+  }
   return {
     name: 'models',
     resolve (ctx) {
-      if (ctx.model === null) {
-        if (ctx.plan.upstream && !ctx.plan.modelInPath) return // job polls name no model
-        const id = ctx.plan.modelInPath ? modelFromPath(ctx.params.model ?? '') : modelFromBody(ctx.body)
-        ctx.requestedModelId = id
-        ctx.model = models.resolve(id, ctx.plan.operation)
+      if (ctx.model !== null) {
+        checkInput(ctx)
+        return
       }
-      if (ctx.body?.kind === 'json') checkCapabilities(ctx.model, ctx.plan.op, ctx.body.json)
-      else if (ctx.body?.kind === 'multipart') checkFileCapabilities(ctx.model, ctx.body.summary.files)
+      if (ctx.plan.upstream && !ctx.plan.modelInPath) return // job polls name no model
+      const id = ctx.plan.modelInPath ? modelFromPath(ctx.params.model ?? '') : modelFromBody(ctx.body)
+      ctx.requestedModelId = id
+      const fresh = cache?.read('all')
+      if (fresh instanceof Promise) return fresh.then(() => { resolveModel(ctx, id) })
+      resolveModel(ctx, id)
     }
   }
 }

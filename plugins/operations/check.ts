@@ -1,19 +1,17 @@
 // Cross-checks of the operations table that a schema cannot express: every route's operation
-// is declared, a route's job role agrees with its operation's, every operation a priced model
-// serves has a meter that bills, and a meter's options fit its kind. Pure and tolerant of a
+// is declared, a route's job role agrees with its operation's, and a meter's options fit its
+// kind. That every operation a priced model serves has a meter that bills is part of the
+// model's pricing completeness (plugins/pricing/completeness.ts). Pure and tolerant of a
 // config that failed the schema (the loader still runs it to report every problem at once).
 import type { GatewayConfig } from '../config/types.js'
 import type { PathProblem } from '../config/problem.js'
-import { operationEntries } from './compile.js'
+import { operationsTable } from '../pricing/completeness.js'
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 
-/** Meter kinds under which a request bills nothing itself. */
-const FREE_METERS: ReadonlySet<unknown> = new Set(['none', 'job_poll'])
-
 export function checkOperations (config: GatewayConfig): PathProblem[] {
   const out: PathProblem[] = []
-  const table: Record<string, unknown> = isRecord(config.operations) ? config.operations : operationEntries(config)
+  const table = operationsTable(config)
   for (const [name, entry] of Object.entries(table)) {
     if (!isRecord(entry) || !isRecord(entry.meter)) continue
     const { kind, dialect, per_call: perCall } = entry.meter
@@ -32,19 +30,6 @@ export function checkOperations (config: GatewayConfig): PathProblem[] {
     const role = isRecord(entry.job) ? entry.job.role : undefined
     if (route.job !== undefined && route.job !== role) {
       out.push({ path: ['routes', i, 'job'], message: `job "${String(route.job)}" disagrees with operation "${route.operation}", ${role === undefined ? 'which has no job role' : `whose job role is ${String(role)}`}` })
-    }
-  })
-  const models = Array.isArray(config.models) ? config.models : []
-  models.forEach((model: unknown, i) => {
-    if (!isRecord(model) || !isRecord(model.operations) || !isRecord(model.pricing)) return
-    for (const name of Object.keys(model.operations)) {
-      const entry = table[name]
-      const meter = isRecord(entry) && isRecord(entry.meter) ? entry.meter.kind : undefined
-      if (meter === undefined) {
-        out.push({ path: ['models', i, 'operations', name], at: 'key', message: `operation "${name}" has no meter: declare it under operations, or the priced model would serve it free` })
-      } else if (FREE_METERS.has(meter)) {
-        out.push({ path: ['models', i, 'operations', name], at: 'key', message: `operation "${name}" is metered ${String(meter)}, which bills nothing: the priced model would serve it free` })
-      }
     }
   })
   return out

@@ -10,6 +10,7 @@ import { idempotency } from './007-idempotency.js'
 import { holdRenewal } from './008-hold-renewal.js'
 import { keyCaps } from './009-key-caps.js'
 import { consoleTables } from './010-console.js'
+import { modelStatus } from './011-model-status.js'
 import { instances } from './012-instances.js'
 
-export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, keyCaps, consoleTables, instances]
+export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, keyCaps, consoleTables, modelStatus, instances]

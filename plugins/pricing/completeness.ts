@@ -1,0 +1,60 @@
+// Whether a model is priced completely enough to serve: its price list has every price its unit
+// needs and compiles to exact rates, and every operation it serves has a meter that bills. One
+// definition for the three places that ask: `check` demands it of every model but a draft, the
+// catalogue leaves a draft without it out, and publishing a draft (admin API) is refused
+// without it (MODEL_PUBLISH_PRICING_REQUIRED). Pure and tolerant of a config that failed the
+// schema (the loader still runs the check then, to report every problem at once).
+import type { GatewayConfig, ModelConfig } from '../config/types.js'
+import type { PathProblem } from '../config/problem.js'
+import { operationEntries } from '../operations/compile.js'
+import { compilePrice, PriceConfigError } from './compile.js'
+
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+/** Meter kinds under which a request bills nothing itself. */
+const FREE_METERS: ReadonlySet<unknown> = new Set(['none', 'job_poll'])
+
+/** The operations table the models are checked against: the loaded one (built-ins merged in), else the built-ins. */
+export function operationsTable (config: Pick<GatewayConfig, 'operations'>): Record<string, unknown> {
+  return isRecord(config.operations) ? config.operations : operationEntries(config)
+}
+
+/**
+ * What keeps `model` from being completely priced, each problem with its path inside the model
+ * (`pricing`, `pricing.<field>`, `operations.<name>`); empty when it is complete.
+ */
+export function pricingProblems (model: ModelConfig, operations: Record<string, unknown>): PathProblem[] {
+  return [...priceListProblems(model), ...unbilledOperations(model, operations)]
+}
+
+function priceListProblems (model: ModelConfig): PathProblem[] {
+  const pricing: unknown = model.pricing
+  if (!isRecord(pricing)) return []
+  const p = model.pricing
+  const needed = p.unit === 'token' ? ['input', 'output', 'per'] as const : ['unit_price'] as const
+  const missing = needed.filter((k) => p[k] === undefined)
+  if (missing.length > 0) return [{ path: ['pricing'], message: `${p.unit} pricing needs ${missing.join(', ')}` }]
+  // The loader compiles prices to exact integer rates at boot; whatever it refuses is reported here.
+  try {
+    compilePrice(p, 'pricing')
+    return []
+  } catch (err) {
+    if (!(err instanceof PriceConfigError)) throw err
+    return [{ path: err.field ? ['pricing', err.field] : ['pricing'], message: err.reason }]
+  }
+}
+
+function unbilledOperations (model: ModelConfig, table: Record<string, unknown>): PathProblem[] {
+  const out: PathProblem[] = []
+  if (!isRecord(model.operations) || !isRecord(model.pricing)) return out
+  for (const name of Object.keys(model.operations)) {
+    const entry = table[name]
+    const meter = isRecord(entry) && isRecord(entry.meter) ? entry.meter.kind : undefined
+    if (meter === undefined) {
+      out.push({ path: ['operations', name], at: 'key', message: `operation "${name}" has no meter: declare it under operations, or the priced model would serve it free` })
+    } else if (FREE_METERS.has(meter)) {
+      out.push({ path: ['operations', name], at: 'key', message: `operation "${name}" is metered ${String(meter)}, which bills nothing: the priced model would serve it free` })
+    }
+  }
+  return out
+}
