@@ -2,21 +2,25 @@
 // when the previous answer was read whole, so no request waits behind another; the time of each
 // request (from sending it to the last byte of its answer, and to its response headers) is
 // recorded in µs. Targets: the bare proxy, the gateway embedded, gateway-pg (PostgreSQL +
-// Redis), and Portkey when BENCH_PORTKEY_DIR is set; chat JSON and chat SSE. The client runs in
-// the bench process (the load core), each target alone on the target core. The billing
-// targets' ledger is checked after each measured run as in the main bench.
+// Redis: one account), gateway-pg spread over 100 accounts (each request on a random one's key),
+// and Portkey when BENCH_PORTKEY_DIR is set; chat JSON and chat SSE. All targets run at once;
+// per workload each target gets a warm-up, then the measured time is cut in slices that
+// alternate between the targets, so a slow minute of a shared machine falls on all of them.
+// The client runs in the bench process (the load core), each target alone on the target core.
+// The billing targets' ledger is checked over each workload's measured slices as in the main
+// bench (every 2xx answer charged exactly once).
 import { Client } from 'undici'
 import { checkBilling, table, type RunBilling } from './report.js'
 import { WITH_PORTKEY, WORKLOADS, type Workload } from './scenarios.js'
-import { BASELINE, targetNamed, type RunningTarget, type TargetEnv } from './targets.js'
+import { BASELINE, type Prepared, type RunningTarget, type Target, type TargetEnv } from './targets.js'
 
 export const LATENCY = {
-  targets: [BASELINE, 'gateway', 'gateway-pg', ...(WITH_PORTKEY ? ['portkey'] : [])],
-  full: { warmupS: 1, durationS: 5 },
-  quick: { warmupS: 0.5, durationS: 2 }
+  targets: [BASELINE, 'gateway', 'gateway-pg', 'pg-100', ...(WITH_PORTKEY ? ['portkey'] : [])],
+  full: { warmupS: 1, durationS: 5, slices: 5 },
+  quick: { warmupS: 0.5, durationS: 2, slices: 2 }
 } as const
 
-export interface LatencyTiming { warmupS: number, durationS: number }
+export interface LatencyTiming { warmupS: number, durationS: number, slices: number }
 
 /** Milliseconds. */
 export interface Percentiles { p50: number, p99: number, p999: number, mean: number, max: number }
@@ -44,16 +48,17 @@ export function percentiles (samplesUs: readonly number[]): Percentiles {
 interface Samples { total: number[], headers: number[], failures: string[] }
 
 /** Requests one after another on one connection for `durationS`; every answer must be 2xx and whole. */
-async function oneConnection (url: string, workload: Workload, headers: Record<string, string>, durationS: number): Promise<Samples> {
+async function oneConnection (url: string, workload: Workload, prepared: Prepared, durationS: number, out: Samples = { total: [], headers: [], failures: [] }): Promise<Samples> {
   // An undici Client is one connection.
   const client = new Client(url, { pipelining: 1 })
-  const out: Samples = { total: [], headers: [], failures: [] }
-  const allHeaders = { ...workload.headers, ...headers }
+  const allHeaders = { ...workload.headers, ...prepared.headers }
+  const keys = prepared.keys
   const deadline = performance.now() + durationS * 1000
   try {
     while (performance.now() < deadline) {
       const t0 = performance.now()
-      const res = await client.request({ path: workload.path, method: workload.method, headers: allHeaders, body: workload.body })
+      const headers = keys === undefined ? allHeaders : { ...allHeaders, authorization: `Bearer ${keys[Math.floor(Math.random() * keys.length)]}` }
+      const res = await client.request({ path: workload.path, method: workload.method, headers, body: workload.body })
       const t1 = performance.now()
       const body = await res.body.text()
       const t2 = performance.now()
@@ -74,37 +79,57 @@ async function oneConnection (url: string, workload: Workload, headers: Record<s
   return out
 }
 
-async function measure (running: RunningTarget, name: string, workload: Workload, headers: Record<string, string>, bills: boolean, timing: LatencyTiming): Promise<LatencyResult> {
-  const warm = await oneConnection(running.url, workload, headers, timing.warmupS)
-  const before = bills ? await running.child.report() : null
-  const run = await oneConnection(running.url, workload, headers, timing.durationS)
-  const failures = [...warm.failures.map((f) => `warm-up: ${f}`), ...run.failures]
-  let billing: RunBilling | null = null
-  if (bills) {
-    const after = await running.child.report()
-    if (before === null || after === null) throw new Error(`${name} bills but its child keeps no report`)
-    billing = checkBilling(before, after, run.total.length, 1)
-    if (billing.problem !== null) failures.push(`billing: ${billing.problem}`)
+interface Running { name: string, target: Target, running: RunningTarget, prepared: Prepared }
+
+/** One workload through every target: warm-ups, then alternating slices, then the billing checks. */
+async function measureWorkload (all: readonly Running[], workload: Workload, timing: LatencyTiming): Promise<LatencyResult[]> {
+  const warm = new Map<string, string[]>()
+  const before = new Map<string, Awaited<ReturnType<RunningTarget['child']['report']>>>()
+  for (const t of all) {
+    warm.set(t.name, (await oneConnection(t.running.url, workload, t.prepared, timing.warmupS)).failures)
+    if (t.target.bills === true) before.set(t.name, await t.running.child.report())
   }
-  return { workload: workload.name, target: name, requests: run.total.length, total: percentiles(run.total), headers: percentiles(run.headers), billing, failures }
+  const samples = new Map<string, Samples>(all.map((t) => [t.name, { total: [], headers: [], failures: [] }]))
+  for (let slice = 0; slice < timing.slices; slice++) {
+    for (const t of all) await oneConnection(t.running.url, workload, t.prepared, timing.durationS / timing.slices, samples.get(t.name))
+  }
+  const results: LatencyResult[] = []
+  for (const t of all) {
+    const run = samples.get(t.name)!
+    const failures = [...(warm.get(t.name) ?? []).map((f) => `warm-up: ${f}`), ...run.failures]
+    let billing: RunBilling | null = null
+    if (t.target.bills === true) {
+      const b = before.get(t.name) ?? null
+      const after = await t.running.child.report()
+      if (b === null || after === null) throw new Error(`${t.name} bills but its child keeps no report`)
+      billing = checkBilling(b, after, run.total.length, 1)
+      if (billing.problem !== null) failures.push(`billing: ${billing.problem}`)
+    }
+    results.push({ workload: workload.name, target: t.name, requests: run.total.length, total: percentiles(run.total), headers: percentiles(run.headers), billing, failures })
+  }
+  return results
 }
 
-/** Starts each target in turn and measures both workloads through it, then stops it. */
-export async function runLatency (env: TargetEnv, timing: LatencyTiming, log: (s: string) => void): Promise<LatencyResult[]> {
+/** Starts every target, measures both workloads through them, then stops them. */
+export async function runLatency (env: TargetEnv, timing: LatencyTiming, lookup: (name: string) => Target, log: (s: string) => void): Promise<LatencyResult[]> {
   const results: LatencyResult[] = []
-  for (const name of LATENCY.targets) {
-    const target = targetNamed(name)
-    const running = await target.start(env)
-    try {
-      const { headers } = target.prepare ? await target.prepare(running) : { headers: {} }
-      for (const workload of [WORKLOADS.chat, WORKLOADS.chatStream]) {
-        const r = await measure(running, name, workload, headers, target.bills === true, timing)
-        log(`  ${workload.name.padEnd(20)} ${name.padEnd(12)} ${String(r.requests).padStart(6)} requests  p50 ${r.total.p50.toFixed(2)} ms  p99 ${r.total.p99.toFixed(2)} ms  p99.9 ${r.total.p999.toFixed(2)} ms${r.billing ? `  charges ${r.billing.charges} / 2xx ${r.billing.answered2xx}` : ''}${r.failures.length > 0 ? '  FAILURES' : ''}`)
+  const all: Running[] = []
+  try {
+    for (const name of LATENCY.targets) {
+      const target = lookup(name)
+      const running = await target.start(env)
+      all.push({ name, target, running, prepared: { headers: {} } })
+      if (target.prepare) all[all.length - 1]!.prepared = await target.prepare(running)
+      log(`  ${name}: pid ${running.pid} ${running.url}  (${target.description})`)
+    }
+    for (const workload of [WORKLOADS.chat, WORKLOADS.chatStream]) {
+      for (const r of await measureWorkload(all, workload, timing)) {
+        log(`  ${r.workload.padEnd(20)} ${r.target.padEnd(12)} ${String(r.requests).padStart(6)} requests  p50 ${r.total.p50.toFixed(2)} ms  p99 ${r.total.p99.toFixed(2)} ms  p99.9 ${r.total.p999.toFixed(2)} ms${r.billing ? `  charges ${r.billing.charges} / 2xx ${r.billing.answered2xx}` : ''}${r.failures.length > 0 ? '  FAILURES' : ''}`)
         results.push(r)
       }
-    } finally {
-      await running.stop()
     }
+  } finally {
+    for (const t of all) await t.running.stop()
   }
   return results
 }

@@ -25,7 +25,7 @@ import { runMemoryTest, type MemoryResult } from './memory.js'
 import { busiestProfile, formatFrames, selfTimes } from './profile.js'
 import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequestUs, median, memoryTable, throughputTable, type ComparisonRow, type MeasuredRun, type RunBilling, type ThroughputRow } from './report.js'
 import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
-import { SCALE, SCALE_COMPARISONS, scalePlan, scaleTarget } from './scale.js'
+import { SCALE, SCALE_COMPARISONS, SCALE_TARGETS, scalePlan, scaleTarget } from './scale.js'
 import { LATENCY, latencyTable, runLatency, type LatencyResult } from './latency.js'
 import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget, type Target } from './targets.js'
 
@@ -272,11 +272,11 @@ async function scalePhase (env: Record<string, string>, mock: BenchChild): Promi
 /** The one-connection latency scenario alone (--latency): its table, and bench/results/latency.json. */
 async function latencyPhase (env: Record<string, string>, mock: BenchChild): Promise<number> {
   const latencyTiming = quick ? LATENCY.quick : LATENCY.full
-  log(`\nlatency: 1 connection, requests one after another, ${latencyTiming.warmupS} s warm-up + ${latencyTiming.durationS} s measured per target and workload`)
+  log(`\nlatency: 1 connection, requests one after another, ${latencyTiming.warmupS} s warm-up + ${latencyTiming.durationS} s measured per target and workload, in ${latencyTiming.slices} alternating slices`)
   let results: LatencyResult[] = []
   const failures: string[] = []
   try {
-    results = await runLatency(env, latencyTiming, log)
+    results = await runLatency(env, latencyTiming, (name) => SCALE_TARGETS.get(name) ?? targetNamed(name), log)
   } catch (err) {
     failures.push(err instanceof Error ? err.message : String(err))
   } finally {
