@@ -13,6 +13,16 @@ declare module 'autocannon' {
     headers?: Record<string, string>
     body?: string
     verifyBody?: (body: string) => boolean
+    requests?: Request[]
+  }
+
+  /** One entry of `requests`: setupRequest answers the request to send (called before each). */
+  export interface Request {
+    method?: string
+    path?: string
+    headers?: Record<string, string>
+    body?: string
+    setupRequest?: (req: Request, context: Record<string, unknown>) => Request
   }
 
   export interface Histogram {
@@ -26,6 +36,7 @@ declare module 'autocannon' {
     p90: number
     p97_5: number
     p99: number
+    p99_9: number
   }
 
   export interface Result {

@@ -32,10 +32,12 @@ export interface CpuShare {
 
 export interface CpuMeter { stop (): CpuShare | null }
 
-export function startCpuMeter (pids: { target: number, mock: number }): CpuMeter {
+/** `target`: one process, or several (instances of one target) whose CPU is summed. */
+export function startCpuMeter (pids: { target: number | readonly number[], mock: number }): CpuMeter {
+  const targets = typeof pids.target === 'number' ? [pids.target] : pids.target
   const read = (): number[] | null => {
     try {
-      return [processSeconds(pids.target), processSeconds(pids.mock), processSeconds(process.pid), machineBusySeconds()]
+      return [targets.reduce((sum, pid) => sum + processSeconds(pid), 0), processSeconds(pids.mock), processSeconds(process.pid), machineBusySeconds()]
     } catch {
       return null
     }

@@ -1,8 +1,10 @@
 // Hold + settle throughput on PostgreSQL with durable commits (synchronous_commit = on).
 //   npx tsx bench/ledger-pg.ts            (DATABASE_URL or TEST_DATABASE_URL, else local `test`)
-//   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_WORKERS=20,100 BENCH_UPSTREAM_MS=0 BENCH_ONLY='group commit' npx tsx bench/ledger-pg.ts
+//   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_WORKERS=20,100 BENCH_UPSTREAM_MS=0 BENCH_ONLY='group commit' BENCH_INSTANCES=1,2 npx tsx bench/ledger-pg.ts
 // Each worker loops: hold the worst case, then settle part of it. Scenarios: one hot wallet,
-// and 100 wallets picked at random. Implementations: the naive two-transaction pattern
+// and 100 wallets picked at random. BENCH_INSTANCES=K splits the workers over K ledgers, each
+// with its own pool and its own group-commit queues, on the same schema: K gateway instances'
+// ledgers on one database (in one process, so their JavaScript shares a core). Implementations: the naive two-transaction pattern
 // (reference), the ledger's statements one call per statement, and the group-committed ledger.
 import pg from 'pg'
 import type { Pool } from 'pg'
@@ -18,6 +20,7 @@ const DATABASE_URL = process.env['DATABASE_URL'] ?? process.env['TEST_DATABASE_U
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5)
 const WORKERS = (process.env['BENCH_WORKERS'] ?? '20').split(',').map(Number)
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3)
+const INSTANCES = (process.env['BENCH_INSTANCES'] ?? '1').split(',').map(Number)
 /** Simulated upstream time between hold and settle: uniform in 0..BENCH_UPSTREAM_MS. */
 const UPSTREAM_MS = Number(process.env['BENCH_UPSTREAM_MS'] ?? 0)
 const WARMUP_MS = 500
@@ -177,8 +180,9 @@ interface RunResult {
   batches: string
 }
 
-async function run (impl: Impl, pool: Pool, accounts: string[], workers: number): Promise<RunResult> {
-  const made = impl.make(pool)
+async function run (impl: Impl, pools: Pool[], accounts: string[], workers: number): Promise<RunResult> {
+  const all = pools.map((p) => impl.make(p))
+  const made = all[0]!
   let requests = 0
   let refused = 0
   const started = performance.now()
@@ -189,7 +193,7 @@ async function run (impl: Impl, pool: Pool, accounts: string[], workers: number)
     Array.from({ length: workers }, async (_, w) => {
       for (let i = 0; performance.now() < deadline; i++) {
         const account = accounts[Math.floor(Math.random() * accounts.length)] as string
-        const ok = await made.request(account, `w${w}-${i}`)
+        const ok = await all[w % all.length]!.request(account, `w${w}-${i}`)
         if (!ok) refused++
         requests++
         if (performance.now() > warmupEnd) counted++
@@ -197,8 +201,8 @@ async function run (impl: Impl, pool: Pool, accounts: string[], workers: number)
     })
   )
   const elapsed = (performance.now() - warmupEnd) / 1000
-  await made.close()
-  await verify(pool, accounts)
+  await Promise.all(all.map((m) => m.close()))
+  await verify(pools[0]!, accounts)
   return { rate: counted / elapsed, requests, refused, batches: made.batches?.() ?? '' }
 }
 
@@ -211,6 +215,9 @@ const median = (xs: number[]): number => {
 async function main (): Promise<void> {
   const schema = randomSchemaName()
   const store = await openStore({ databaseUrl: DATABASE_URL, schema, secret: TEST_SECRET, poolMax: POOL })
+  // The other instances' stores, on the same schema (opened after the first migrated it).
+  const others: Store[] = []
+  for (let k = 1; k < Math.max(...INSTANCES); k++) others.push(await openStore({ databaseUrl: DATABASE_URL, schema, secret: TEST_SECRET, poolMax: POOL }))
   const admin = new pg.Client({ connectionString: DATABASE_URL })
   await admin.connect()
   try {
@@ -222,37 +229,42 @@ async function main (): Promise<void> {
       `${SECONDS} s per run after ${WARMUP_MS} ms warm-up, pool ${POOL}, hold ${HOLD} then settle ${COST} per request` +
         `${UPSTREAM_MS > 0 ? `, upstream 0–${UPSTREAM_MS} ms between them` : ''}\n`
     )
-    if (store.backend.kind !== 'pg') throw new Error('expected PostgreSQL')
-    const { pool } = store.backend
+    const pools = [store, ...others].map((st) => {
+      if (st.backend.kind !== 'pg') throw new Error('expected PostgreSQL')
+      return st.backend.pool
+    })
     const scenarios: Array<[string, number]> = [
       ['one hot wallet', 1],
       ['100 wallets', 100],
     ]
     for (const workers of WORKERS) {
-      for (const [label, n] of scenarios) {
-        console.log(`${label}, ${workers} concurrent workers (median of ${ROUNDS} rounds, min–max):`)
-        const results = new Map<Impl, RunResult[]>(IMPLS.map((impl) => [impl, []]))
-        for (let round = 0; round < ROUNDS; round++) {
+      for (const instances of INSTANCES) {
+        for (const [label, n] of scenarios) {
+          console.log(`${label}, ${workers} concurrent workers${instances > 1 ? ` over ${instances} ledger instances` : ''} (median of ${ROUNDS} rounds, min–max):`)
+          const results = new Map<Impl, RunResult[]>(IMPLS.map((impl) => [impl, []]))
+          for (let round = 0; round < ROUNDS; round++) {
           // Rotated order and fresh wallets each round, so load from elsewhere and table
           // growth fall on every implementation alike.
-          for (let k = 0; k < IMPLS.length; k++) {
-            const impl = IMPLS[(k + round) % IMPLS.length] as Impl
-            results.get(impl)?.push(await run(impl, pool, await fundedAccounts(store, n), workers))
+            for (let k = 0; k < IMPLS.length; k++) {
+              const impl = IMPLS[(k + round) % IMPLS.length] as Impl
+              results.get(impl)?.push(await run(impl, pools.slice(0, instances), await fundedAccounts(store, n), workers))
+            }
           }
-        }
-        for (const [impl, runs] of results) {
-          const rates = runs.map((r) => r.rate)
-          const refused = runs.reduce((sum, r) => sum + r.refused, 0)
-          console.log(
+          for (const [impl, runs] of results) {
+            const rates = runs.map((r) => r.rate)
+            const refused = runs.reduce((sum, r) => sum + r.refused, 0)
+            console.log(
             `  ${impl.name.padEnd(50)} ${median(rates).toFixed(0).padStart(6)} req/s  ` +
               `(${Math.min(...rates).toFixed(0)}–${Math.max(...rates).toFixed(0)}; ledger exact${refused ? `, ${refused} refused` : ''}` +
               `${runs.at(-1)?.batches ? `; ${runs.at(-1)?.batches}` : ''})`
-          )
+            )
+          }
+          console.log('')
         }
-        console.log('')
       }
     }
   } finally {
+    for (const st of others) await st.close()
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await admin.end()
     await store.close()

@@ -1,5 +1,5 @@
 // One autocannon run against one target, reduced to the numbers the report needs.
-import autocannon from 'autocannon'
+import autocannon, { type Request as CannonRequest } from 'autocannon'
 import type { Workload } from './scenarios.js'
 
 export interface LoadOptions {
@@ -9,6 +9,12 @@ export interface LoadOptions {
   headers: Readonly<Record<string, string>>
   connections: number
   durationS: number
+  /**
+   * Keys to spread the load over: each request picks one at random for its Authorization
+   * header (autocannon's setupRequest rebuilds every request, even with one key, so runs with
+   * one key and with many cost the load generator the same). Absent: the headers as they are.
+   */
+  keys?: readonly string[] | undefined
 }
 
 export interface LoadFailures {
@@ -42,6 +48,11 @@ export function describeFailures (f: LoadFailures): string {
   return `errors ${f.errors}, timeouts ${f.timeouts}, non-2xx ${f.non2xx}, incomplete bodies ${f.mismatches}, resets ${f.resets} (status ${codes})`
 }
 
+function withRandomKey (keys: readonly string[]): NonNullable<CannonRequest['setupRequest']> {
+  if (keys.length === 0) throw new Error('runLoad: keys is empty')
+  return (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${keys[Math.floor(Math.random() * keys.length)]}` } })
+}
+
 export async function runLoad (o: LoadOptions): Promise<LoadRun> {
   const r = await autocannon({
     url: o.url + o.workload.path,
@@ -52,7 +63,8 @@ export async function runLoad (o: LoadOptions): Promise<LoadRun> {
     pipelining: 1,
     duration: o.durationS,
     timeout: 10,
-    verifyBody: o.workload.verify
+    verifyBody: o.workload.verify,
+    ...(o.keys !== undefined ? { requests: [{ setupRequest: withRandomKey(o.keys) }] } : {})
   })
   const statusCodes: Record<string, number> = {}
   let answered2xx = 0

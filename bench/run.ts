@@ -1,4 +1,8 @@
-// npm run bench [-- --quick | --profile | --abort | --stalled] [--tsx]
+// npm run bench [-- --quick | --profile | --abort | --stalled | --scale | --latency] [--tsx]
+//
+// --scale runs only the scale scenario (bench/scale.ts): gateway-pg with one hot account, with
+// 100 accounts, and two instances behind a round-robin balancer; --quick shortens it too.
+// --latency runs only the one-connection latency scenario (bench/latency.ts).
 //
 // --abort runs only the client-abort scenario (bench/abort.ts: 2000 streams of 30 s aborted
 // client-side, upstream streams counted 2.5 s later at the mock), about a minute per target.
@@ -21,14 +25,17 @@ import { runMemoryTest, type MemoryResult } from './memory.js'
 import { busiestProfile, formatFrames, selfTimes } from './profile.js'
 import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequestUs, median, memoryTable, throughputTable, type ComparisonRow, type MeasuredRun, type RunBilling, type ThroughputRow } from './report.js'
 import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
-import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget } from './targets.js'
+import { SCALE, SCALE_COMPARISONS, SCALE_TARGETS, scalePlan, scaleTarget } from './scale.js'
+import { LATENCY, latencyTable, runLatency, type LatencyResult } from './latency.js'
+import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget, type Target } from './targets.js'
 
-const USAGE = 'usage: npm run bench [-- --quick | --profile | --abort | --stalled] [--tsx]'
+const USAGE = 'usage: npm run bench [-- --quick | --profile | --abort | --stalled | --scale | --latency] [--tsx]'
+const OPTIONS = new Set(['--quick', '--profile', '--tsx', '--abort', '--stalled', '--scale', '--latency'])
 const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results')
 
 const args = process.argv.slice(2)
 for (const a of args) {
-  if (a !== '--quick' && a !== '--profile' && a !== '--tsx' && a !== '--abort' && a !== '--stalled') {
+  if (!OPTIONS.has(a)) {
     process.stderr.write(`unknown option ${a}\n${USAGE}\n`)
     process.exit(2)
   }
@@ -37,6 +44,8 @@ const quick = args.includes('--quick')
 const profile = args.includes('--profile')
 const abortOnly = args.includes('--abort')
 const stalledOnly = args.includes('--stalled')
+const scaleOnly = args.includes('--scale')
+const latencyOnly = args.includes('--latency')
 /** Children from source under tsx instead of compiled by tsc (see compileChildren). */
 const tsx = args.includes('--tsx')
 const timing = quick ? LOAD.quick : LOAD.full
@@ -72,15 +81,18 @@ function groups (): Group[] {
   return out
 }
 
-interface Started { running: RunningTarget, headers: Record<string, string> }
+interface Started { running: RunningTarget, headers: Record<string, string>, keys?: readonly string[] | undefined }
 
 /** Starts and prepares each target into `started`, so the caller can stop them even if one fails. */
-async function startTargets (names: readonly string[], env: Record<string, string>, started: Map<string, Started>): Promise<void> {
+async function startTargets (names: readonly string[], lookup: (name: string) => Target, env: Record<string, string>, started: Map<string, Started>): Promise<void> {
   for (const name of names) {
-    const target = targetNamed(name)
+    const target = lookup(name)
     const running = await target.start(env)
     started.set(name, { running, headers: {} })
-    if (target.prepare) started.set(name, { running, headers: (await target.prepare(running)).headers })
+    if (target.prepare) {
+      const prepared = await target.prepare(running)
+      started.set(name, { running, headers: prepared.headers, keys: prepared.keys })
+    }
   }
 }
 
@@ -92,14 +104,25 @@ function billed (b: RunBilling | null): string {
 /** Measured runs whose machine had more than this much foreign CPU use (percent of a core) are flagged. */
 const BUSY_MACHINE_PCT = 20
 
-async function throughputPhase (env: Record<string, string>, mock: BenchChild, failures: string[]): Promise<ThroughputRow[]> {
-  const plan = groups()
+interface Measurement {
+  plan: readonly Group[]
+  lookup: (name: string) => Target
+  connections: number
+  timing: { durationS: number, warmupS: number, repetitions: number }
+}
+
+/**
+ * Each group's targets in alternating runs (warm-up, then measured with the CPU meter), the
+ * billing targets checked against their ledger after each measured run; rows of medians.
+ */
+async function throughputPhase (m: Measurement, env: Record<string, string>, mock: BenchChild, failures: string[]): Promise<ThroughputRow[]> {
+  const { plan, lookup, connections, timing } = m
   const names = [...new Set(plan.flatMap((g) => g.targets))]
   const started = new Map<string, Started>()
   const rows: ThroughputRow[] = []
   try {
-    await startTargets(names, env, started)
-    for (const [name, s] of started) log(`  ${name}: pid ${s.running.pid} ${s.running.url}  (${targetNamed(name).description})`)
+    await startTargets(names, lookup, env, started)
+    for (const [name, s] of started) log(`  ${name}: pid ${(s.running.pids ?? [s.running.pid]).join(', ')} ${s.running.url}  (${lookup(name).description})`)
     for (const { workload, targets, goals } of plan) {
       for (const name of targets) {
         const s = started.get(name)!
@@ -110,13 +133,13 @@ async function throughputPhase (env: Record<string, string>, mock: BenchChild, f
       for (let rep = 1; rep <= timing.repetitions; rep++) {
         for (const name of targets) {
           const s = started.get(name)!
-          const bills = targetNamed(name).bills === true
-          const base = { url: s.running.url, workload, headers: s.headers, connections: LOAD.connections }
+          const bills = lookup(name).bills === true
+          const base = { url: s.running.url, workload, headers: s.headers, keys: s.keys, connections }
           const warm = await runLoad({ ...base, durationS: timing.warmupS })
           if (failed(warm.failures)) failures.push(`${workload.name} / ${name} warm-up ${rep}: ${describeFailures(warm.failures)}`)
           // Waits until the warm-up's last requests are settled, so the run's charges are its own.
           const before = bills ? await s.running.child.report() : null
-          const meter = startCpuMeter({ target: s.running.pid, mock: mock.pid })
+          const meter = startCpuMeter({ target: s.running.pids ?? s.running.pid, mock: mock.pid })
           const run: MeasuredRun = { ...await runLoad({ ...base, durationS: timing.durationS }), cpu: null, billing: null }
           run.cpu = meter.stop()
           if (failed(run.failures)) failures.push(`${workload.name} / ${name} run ${rep}: ${describeFailures(run.failures)}`)
@@ -124,7 +147,7 @@ async function throughputPhase (env: Record<string, string>, mock: BenchChild, f
           if (bills) {
             const after = await s.running.child.report()
             if (before === null || after === null) throw new Error(`${name} bills but its child keeps no report`)
-            run.billing = checkBilling(before, after, run.answered2xx, LOAD.connections)
+            run.billing = checkBilling(before, after, run.answered2xx, connections)
             if (run.billing.problem !== null) failures.push(`${workload.name} / ${name} run ${rep}: billing: ${run.billing.problem}`)
           }
           runs.get(name)!.push(run)
@@ -221,12 +244,61 @@ async function abortPhase (env: Record<string, string>, mock: BenchChild): Promi
   return results.some((r) => r.failures.length > 0) ? 1 : 0
 }
 
+/** The scale scenario alone (--scale): its tables, and bench/results/scale.json. */
+async function scalePhase (env: Record<string, string>, mock: BenchChild): Promise<number> {
+  const failures: string[] = []
+  const scaleTiming = quick ? SCALE.quick : SCALE.full
+  log(`\nscale: ${SCALE.connections} connections, ${scaleTiming.warmupS} s warm-up + ${scaleTiming.durationS} s measured, ${scaleTiming.repetitions} alternating run(s) per target (median)`)
+  let rows: ThroughputRow[] = []
+  try {
+    rows = await throughputPhase({ plan: scalePlan(), lookup: scaleTarget, connections: SCALE.connections, timing: scaleTiming }, env, mock, failures)
+  } catch (err) {
+    failures.push(err instanceof Error ? err.message : String(err))
+  } finally {
+    await mock.stop()
+  }
+  const comparisons = SCALE_COMPARISONS.flatMap((c) => compareRows(rows, c))
+  if (rows.length > 0) log('\n' + throughputTable(rows))
+  if (comparisons.length > 0) log('\n' + comparisonTable(comparisons))
+  if (rows.length > 0) log('\nbilling check (measured runs; every 2xx answer charged once)\n' + billingTable(rows))
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  const file = join(RESULTS_DIR, 'scale.json')
+  writeFileSync(file, JSON.stringify({ finishedAt: new Date().toISOString(), quick, settings: { connections: SCALE.connections, ...scaleTiming }, throughput: rows, comparisons, failures }, null, 2) + '\n')
+  log(`\nresults: ${file}`)
+  for (const f of failures) log(`FAILED: ${f}`)
+  return failures.length > 0 ? 1 : 0
+}
+
+/** The one-connection latency scenario alone (--latency): its table, and bench/results/latency.json. */
+async function latencyPhase (env: Record<string, string>, mock: BenchChild): Promise<number> {
+  const latencyTiming = quick ? LATENCY.quick : LATENCY.full
+  log(`\nlatency: 1 connection, requests one after another, ${latencyTiming.warmupS} s warm-up + ${latencyTiming.durationS} s measured per target and workload, in ${latencyTiming.slices} alternating slices`)
+  let results: LatencyResult[] = []
+  const failures: string[] = []
+  try {
+    results = await runLatency(env, latencyTiming, (name) => SCALE_TARGETS.get(name) ?? targetNamed(name), log)
+  } catch (err) {
+    failures.push(err instanceof Error ? err.message : String(err))
+  } finally {
+    await mock.stop()
+  }
+  for (const r of results) failures.push(...r.failures.map((f) => `${r.workload} / ${r.target}: ${f}`))
+  if (results.length > 0) log('\n' + latencyTable(results))
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  const file = join(RESULTS_DIR, 'latency.json')
+  writeFileSync(file, JSON.stringify({ finishedAt: new Date().toISOString(), quick, settings: latencyTiming, results, failures }, null, 2) + '\n')
+  log(`\nresults: ${file}`)
+  for (const f of failures) log(`FAILED: ${f}`)
+  return failures.length > 0 ? 1 : 0
+}
+
 async function main (): Promise<number> {
   const nofile = openFileLimit()
   log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}${tsx ? ' --tsx' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
-  if (!profile) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${timing.repetitions} alternating run(s) per target (median)`)
+  const mainRun = !profile && !scaleOnly && !latencyOnly
+  if (mainRun) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${timing.repetitions} alternating run(s) per target (median)`)
   // Each child holds up to 2 sockets per stream in the memory test.
-  if (!profile && nofile < Math.max(MEMORY.streams, ABORT.streams) * 2 + 256) {
+  if (mainRun && nofile < Math.max(MEMORY.streams, ABORT.streams) * 2 + 256) {
     process.stderr.write(`ulimit -n ${nofile} is too low for ${MEMORY.streams} streams; run \`ulimit -n 65536\` first\n`)
     return 1
   }
@@ -258,6 +330,8 @@ async function main (): Promise<number> {
       await mock.stop()
     }
   }
+  if (scaleOnly) return await scalePhase(env, mock)
+  if (latencyOnly) return await latencyPhase(env, mock)
   if (abortOnly) {
     log(`\nclient aborts: ${ABORT.streams} streams of ${ABORT.chunks * ABORT.chunkDelayMs / 1000} s per target, counted ${ABORT.afterMs} ms after the abort`)
     return await abortPhase(env, mock)
@@ -276,7 +350,7 @@ async function main (): Promise<number> {
   }
   try {
     log('\nthroughput')
-    rows = await throughputPhase(env, mock, failures)
+    rows = await throughputPhase({ plan: groups(), lookup: targetNamed, connections: LOAD.connections, timing }, env, mock, failures)
     log(`\nmemory: ${MEMORY.streams} concurrent streams, ${MEMORY.chunks} chunks every ${memoryTiming.chunkDelayMs} ms`)
     memory = await memoryPhase(env, mock, failures, warnings)
   } catch (err) {

@@ -16,6 +16,8 @@ export interface StartOptions {
 export interface RunningTarget {
   url: string
   pid: number
+  /** Every process whose CPU is the target's (several instances); absent: [pid]. */
+  pids?: readonly number[]
   stop (): Promise<void>
   /** The child process, for memory samples. */
   child: BenchChild
@@ -28,7 +30,13 @@ export interface Target {
   readonly bills?: boolean
   start (env: TargetEnv, opts?: StartOptions): Promise<RunningTarget>
   /** Runs once after start, before any load: seeds what the target needs and names the request headers to send. */
-  prepare? (running: RunningTarget): Promise<{ headers: Record<string, string> }>
+  prepare? (running: RunningTarget): Promise<Prepared>
+}
+
+export interface Prepared {
+  headers: Record<string, string>
+  /** Keys to spread the load over (see LoadOptions.keys); absent: the workload's own. */
+  keys?: readonly string[]
 }
 
 /** A target whose server is one of the modules in bench/children/. */
@@ -63,8 +71,11 @@ export const bareProxyTarget = childTarget(
 /** PostgreSQL of the gateway-pg target: BENCH_DATABASE_URL, else the local test database. */
 export const BENCH_PG_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
 
+/** Redis of the gateway-pg targets (limits, key cache invalidation): BENCH_REDIS_URL, else the local one. */
+export const BENCH_REDIS_URL = process.env.BENCH_REDIS_URL || process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379'
+
 /** Children that would otherwise inherit BENCH_DATABASE_URL from this process stay embedded. */
-const EMBEDDED: TargetEnv = { BENCH_DATABASE_URL: '' }
+const EMBEDDED: TargetEnv = { BENCH_DATABASE_URL: '', BENCH_REDIS_URL: '' }
 
 export const gatewayCoreTarget = childTarget(
   'gateway-core',
@@ -96,11 +107,16 @@ export const gatewayNoStoreTarget = childTarget(
   true
 )
 
+/** A URL without its credentials, for descriptions. */
+export function redacted (url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//')
+}
+
 export const gatewayPgTarget = childTarget(
   'gateway-pg',
-  `buildServer as gateway, on PostgreSQL (${BENCH_PG_URL.replace(/\/\/[^@/]*@/, '//')}, fresh schema)`,
+  `buildServer as gateway, on PostgreSQL (${redacted(BENCH_PG_URL)}, fresh schema) and Redis (${redacted(BENCH_REDIS_URL)}: limits, key cache invalidation)`,
   new URL('./children/gateway.ts', import.meta.url),
-  { BENCH_DATABASE_URL: BENCH_PG_URL },
+  { BENCH_DATABASE_URL: BENCH_PG_URL, BENCH_REDIS_URL },
   true
 )
 
