@@ -1,12 +1,13 @@
-// Child: the real gateway (buildServer, logger off) with every provider pointed at the upstream:
+// Child: the real gateway as `serve` runs it (GatewayHost: the public listener handing each
+// request to the config generation in force, built by buildServer; logger off) with every provider pointed at the upstream:
 // every plugin of the composition root (auth, models, wallet hold, settlement, request log), on embedded
 // SQLite or, with BENCH_DATABASE_URL, PostgreSQL (see seed.ts).
 // BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml);
 // BENCH_STORE_WRITES=off keeps holds, settles and log rows in memory (the gateway-nostore bound);
 // BENCH_STALLED_URL adds a stalled second member to the openai pool (bench/stalled.ts).
-import { loadConfig } from '../../plugins/config/index.js'
+import { configHash, loadConfig } from '../../plugins/config/index.js'
 import { outcomeObserver } from '../../plugins/gateway/index.js'
-import { buildServer } from '../../plugins/server/server.js'
+import { GatewayHost } from '../../plugins/server/reload.js'
 import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { withBenchTier, withoutAddressCap, withStalledMember } from './bench-config.js'
@@ -19,16 +20,25 @@ await runChild(async () => {
   // The process environment wins, so a target can point one provider elsewhere.
   // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
   // through the gateway's allow-lists as they do through the bare proxy.
-  const config = withStalledMember(withBenchTier(withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config))))
+  const file = process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG
+  const config = withStalledMember(withBenchTier(withoutAddressCap(withMockControlHeaders(loadConfig(file, { ...mockEnv(upstream), ...process.env }).config))))
   const bench = await openBenchServices(config, { storeWrites: process.env.BENCH_STORE_WRITES !== 'off' })
   const served = new ServedCounter()
-  const app = await buildServer({ config, services: bench.services, logger: false, plugins: (defaults) => [...defaults, outcomeObserver(served.onFinish)] })
-  app.addHook('onClose', async () => { await bench.services.close() })
-  served.watch(app.server)
-  await app.listen({ port: 0, host: '127.0.0.1', backlog: BACKLOG })
+  const host = await GatewayHost.start({
+    file,
+    loaded: { config, hash: configHash(config), files: [file] },
+    services: bench.services,
+    logger: false,
+    plugins: (defaults) => [...defaults, outcomeObserver(served.onFinish)]
+  })
+  served.watch(host.server)
+  await host.listen(0, '127.0.0.1', BACKLOG)
   return {
-    url: urlOf(app.server.address()),
-    close: () => app.close(),
+    url: urlOf(host.server.address()),
+    close: async () => {
+      await host.close()
+      await bench.services.close()
+    },
     report: () => served.report(() => billingCounts(bench))
   }
 })

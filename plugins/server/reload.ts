@@ -178,11 +178,11 @@ export class GatewayHost {
   /** Generations still open (the current one, and retired ones whose requests are running). */
   get generations (): number { return this.live.size }
 
-  async listen (port: number, host: string): Promise<void> {
+  async listen (port: number, host: string, backlog?: number): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       const fail = (err: Error): void => { reject(err) }
       this.server.once('error', fail)
-      this.server.listen({ port, host }, () => {
+      this.server.listen({ port, host, ...(backlog !== undefined ? { backlog } : {}) }, () => {
         this.server.off('error', fail)
         resolve()
       })
