@@ -101,6 +101,20 @@ export interface ComparisonRow {
   goal: number | null
 }
 
+/**
+ * The median over rounds of `target`'s run k over `over`'s run k (the same round of the
+ * alternation, seconds apart): the machine's speed drifts by tens of percent over minutes, and a
+ * ratio of two medians taken minutes apart carries that drift; a ratio per round does not.
+ */
+export function pairedRatio (target: readonly MeasuredRun[], over: readonly MeasuredRun[], value: (r: MeasuredRun) => number): number {
+  const n = Math.min(target.length, over.length)
+  const ratios: number[] = []
+  for (let k = 0; k < n; k++) ratios.push(value(target[k]!) / value(over[k]!))
+  return median(ratios)
+}
+
+const reqPerSecOf = (r: MeasuredRun): number => r.reqPerSec
+
 export function compareRows (rows: readonly ThroughputRow[], c: { label: string, target: string, over: string, goal?: number }): ComparisonRow[] {
   const out: ComparisonRow[] = []
   for (const workload of [...new Set(rows.map((r) => r.workload))]) {
@@ -112,8 +126,8 @@ export function compareRows (rows: readonly ThroughputRow[], c: { label: string,
       label: c.label,
       target: c.target,
       over: c.over,
-      ratio: t.median.reqPerSec / o.median.reqPerSec,
-      cpuRatio: t.median.cpuUsPerRequest / o.median.cpuUsPerRequest,
+      ratio: pairedRatio(t.runs, o.runs, reqPerSecOf),
+      cpuRatio: pairedRatio(t.runs, o.runs, cpuPerRequestUs),
       goal: c.goal ?? null
     })
   }

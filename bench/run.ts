@@ -23,7 +23,7 @@ import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
 import { busiestProfile, formatFrames, selfTimes } from './profile.js'
-import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequestUs, median, memoryTable, throughputTable, type ComparisonRow, type MeasuredRun, type RunBilling, type ThroughputRow } from './report.js'
+import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequestUs, median, memoryTable, pairedRatio, throughputTable, type ComparisonRow, type MeasuredRun, type RunBilling, type ThroughputRow } from './report.js'
 import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { SCALE, SCALE_COMPARISONS, SCALE_TARGETS, scalePlan, scaleTarget } from './scale.js'
 import { LATENCY, latencyTable, runLatency, type LatencyResult } from './latency.js'
@@ -108,7 +108,7 @@ interface Measurement {
   plan: readonly Group[]
   lookup: (name: string) => Target
   connections: number
-  timing: { durationS: number, warmupS: number, repetitions: number }
+  timing: { durationS: number, warmupS: number, repetitions: number, firstWarmupS?: number }
 }
 
 /**
@@ -135,7 +135,7 @@ async function throughputPhase (m: Measurement, env: Record<string, string>, moc
           const s = started.get(name)!
           const bills = lookup(name).bills === true
           const base = { url: s.running.url, workload, headers: s.headers, keys: s.keys, connections }
-          const warm = await runLoad({ ...base, durationS: timing.warmupS })
+          const warm = await runLoad({ ...base, durationS: rep === 1 ? (timing.firstWarmupS ?? timing.warmupS) : timing.warmupS })
           if (failed(warm.failures)) failures.push(`${workload.name} / ${name} warm-up ${rep}: ${describeFailures(warm.failures)}`)
           // Waits until the warm-up's last requests are settled, so the run's charges are its own.
           const before = bills ? await s.running.child.report() : null
@@ -155,8 +155,7 @@ async function throughputPhase (m: Measurement, env: Record<string, string>, moc
           log(`  ${workload.name.padEnd(20)} ${name.padEnd(12)} #${rep}  ${run.reqPerSec.toFixed(0).padStart(7)} req/s  p50 ${run.p50Ms.toFixed(1)} ms  p99 ${run.p99Ms.toFixed(1)} ms${cpu}${billed(run.billing)}${failed(run.failures) ? '  FAILURES' : ''}`)
         }
       }
-      const baseRps = median(runs.get(BASELINE)!.map((r) => r.reqPerSec))
-      const baseCpu = median(runs.get(BASELINE)!.map(cpuPerRequestUs))
+      const baseRuns = runs.get(BASELINE)!
       for (const name of targets) {
         const rs = runs.get(name)!
         const m = {
@@ -169,7 +168,7 @@ async function throughputPhase (m: Measurement, env: Record<string, string>, moc
           otherCpu: median(rs.map((r) => r.cpu?.other ?? Number.NaN))
         }
         const baseline = name === BASELINE
-        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: baseline ? null : m.reqPerSec / baseRps, cpuRatio: baseline ? null : m.cpuUsPerRequest / baseCpu, goal: goals.get(name) ?? null })
+        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: baseline ? null : pairedRatio(rs, baseRuns, (r) => r.reqPerSec), cpuRatio: baseline ? null : pairedRatio(rs, baseRuns, cpuPerRequestUs), goal: goals.get(name) ?? null })
       }
     }
   } finally {
@@ -296,7 +295,7 @@ async function main (): Promise<number> {
   const nofile = openFileLimit()
   log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}${tsx ? ' --tsx' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
   const mainRun = !profile && !scaleOnly && !latencyOnly
-  if (mainRun) log(`load: autocannon, ${LOAD.connections} connections, ${timing.warmupS} s warm-up + ${timing.durationS} s measured, ${timing.repetitions} alternating run(s) per target (median)`)
+  if (mainRun) log(`load: autocannon, ${LOAD.connections} connections, ${timing.repetitions} round(s), each target in turn: ${timing.warmupS} s warm-up (${timing.firstWarmupS} s in the first round) + ${timing.durationS} s measured; medians, ratio to bare = median of per-round ratios`)
   // Each child holds up to 2 sockets per stream in the memory test.
   if (mainRun && nofile < Math.max(MEMORY.streams, ABORT.streams) * 2 + 256) {
     process.stderr.write(`ulimit -n ${nofile} is too low for ${MEMORY.streams} streams; run \`ulimit -n 65536\` first\n`)

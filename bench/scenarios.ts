@@ -105,9 +105,17 @@ export const COMPARISONS: readonly Comparison[] = [
  */
 export const LOAD = {
   connections: 50,
-  /** repetitions: measured runs per target and workload, alternating; the report shows their median. */
-  full: { durationS: 8, warmupS: 2, repetitions: 2 },
-  quick: { durationS: 3, warmupS: 1, repetitions: 1 }
+  /**
+   * repetitions: rounds of measured runs per workload, the targets alternating in each; the
+   * report shows each target's median, and its ratio to the bare proxy as the median of its
+   * per-round ratios (report.ts pairedRatio). Four short rounds rather than two long ones: the
+   * machine's speed drifts by tens of percent over minutes (two full runs 12 minutes apart put
+   * the gateway at 0.64 and 0.51 of the bare proxy on chat JSON). The first round warms each
+   * target for `firstWarmupS`: the gateway's CPU per request still fell from 285 to 168 µs over
+   * four rounds of a run whose targets had 2 s each (V8's tiering and young-generation sizing).
+   */
+  full: { durationS: 4, warmupS: 2, repetitions: 4, firstWarmupS: 10 },
+  quick: { durationS: 3, warmupS: 1, repetitions: 1, firstWarmupS: 1 }
 } as const
 
 /** Concurrent slow streams held open through each target while its memory is sampled. */
