@@ -93,7 +93,7 @@ export const gatewayAuthTarget = childTarget(
 
 export const gatewayTarget = childTarget(
   'gateway',
-  'buildServer(gateway.yaml), logger off: auth + wallet hold, settle + request log; embedded SQLite',
+  'GatewayHost as serve runs it (buildServer(gateway.yaml) behind the reload listener), logger off: auth + wallet hold, settle + request log; embedded SQLite',
   new URL('./children/gateway.ts', import.meta.url),
   EMBEDDED,
   true
