@@ -11,6 +11,7 @@ import type { Pool } from 'pg'
 import { randomIds, systemClock } from '../plugins/store/clock.js'
 import type { StoreContext } from '../plugins/store/context.js'
 import { openStore } from '../plugins/store/index.js'
+import { inTransaction } from '../plugins/store/pg/transaction.js'
 import type { Store } from '../plugins/store/index.js'
 import { type GroupCommitOptions, createPgLedgerStore } from '../plugins/store/ledger/index.js'
 import type { LedgerStore } from '../plugins/store/ledger/index.js'
@@ -50,26 +51,11 @@ interface Impl {
   make(pool: Pool): { request: Request; batches?: () => string; close(): Promise<void> }
 }
 
-async function transaction<T> (pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect()
-  try {
-    await client.query('BEGIN')
-    const value = await work(client)
-    await client.query('COMMIT')
-    return value
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
-}
-
 /** The plain pattern: a hold transaction, then a post transaction, each its own commit. */
 function naive (pool: Pool): Request {
   return async (accountId, requestId) => {
     const holdId = randomIds('hold')
-    const held = await transaction(pool, async (client) => {
+    const held = await inTransaction(pool, async (client) => {
       const now = new Date()
       const reserved = await client.query(
         'UPDATE wallets SET held = held + $1, updated_at = $3 WHERE account_id = $2 AND balance - held - $1 >= 0 RETURNING 1',
@@ -85,7 +71,7 @@ function naive (pool: Pool): Request {
     })
     if (!held) return false
     await upstream()
-    await transaction(pool, async (client) => {
+    await inTransaction(pool, async (client) => {
       const posted = await client.query(
         `UPDATE holds SET status = 'posted', posted_amount = LEAST($2::int8, amount), settled_at = $3
          WHERE id = $1 AND status = 'open' RETURNING amount`,

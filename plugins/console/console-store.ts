@@ -2,6 +2,7 @@
 // PostgreSQL through `store.backend`. Secrets never reach these rows in the clear: the password
 // is an scrypt hash, the verification code and the session token are digests.
 import type { Pool } from 'pg'
+import { inTransaction } from '../store/pg/transaction.js'
 import type { Database } from 'better-sqlite3'
 import type { StoreBackend } from '../store/index.js'
 
@@ -196,34 +197,23 @@ function pgConsoleStore (pool: Pool): ConsoleStore {
         [userId, codeHash, expiresAt])
     },
     async checkCode (userId, codeHash, now, maxAttempts) {
-      const client = await pool.connect()
-      try {
-        await client.query('BEGIN')
+      return await inTransaction(pool, async (client): Promise<CodeCheck> => {
         const { rows } = await client.query<{ code_hash: string, attempts: number, expires_at: Date }>(
           'SELECT code_hash, attempts, expires_at FROM console_codes WHERE user_id = $1 FOR UPDATE', [userId])
         const row = rows[0]
-        let result: CodeCheck
-        if (row === undefined) {
-          result = 'none'
-        } else if (row.expires_at.getTime() <= now.getTime() || row.attempts >= maxAttempts) {
+        if (row === undefined) return 'none'
+        if (row.expires_at.getTime() <= now.getTime() || row.attempts >= maxAttempts) {
           await client.query('DELETE FROM console_codes WHERE user_id = $1', [userId])
-          result = 'expired'
-        } else if (row.code_hash === codeHash) {
-          await client.query('DELETE FROM console_codes WHERE user_id = $1', [userId])
-          result = 'ok'
-        } else {
-          if (row.attempts + 1 >= maxAttempts) await client.query('DELETE FROM console_codes WHERE user_id = $1', [userId])
-          else await client.query('UPDATE console_codes SET attempts = attempts + 1 WHERE user_id = $1', [userId])
-          result = 'invalid'
+          return 'expired'
         }
-        await client.query('COMMIT')
-        return result
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {})
-        throw err
-      } finally {
-        client.release()
-      }
+        if (row.code_hash === codeHash) {
+          await client.query('DELETE FROM console_codes WHERE user_id = $1', [userId])
+          return 'ok'
+        }
+        if (row.attempts + 1 >= maxAttempts) await client.query('DELETE FROM console_codes WHERE user_id = $1', [userId])
+        else await client.query('UPDATE console_codes SET attempts = attempts + 1 WHERE user_id = $1', [userId])
+        return 'invalid'
+      })
     },
     async createSession (s, tokenHash) {
       await pool.query(

@@ -5,6 +5,7 @@ import pg from 'pg'
 import type { CustomTypesConfig, Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg'
 import type { StoreContext } from '../context.js'
 import { checkLimit } from '../context.js'
+import { inTransaction } from '../pg/transaction.js'
 import { GroupCommit, type GroupCommitOptions, type ItemOutcome } from './group-commit.js'
 import {
   REAP_CHUNK,
@@ -167,24 +168,6 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
   // and finds it closed, so it answers duplicate: true.
   const closes = new GroupCommit(runCloses, opts.settles ?? DEFAULT_PG_BATCH, (item) => item.holdId)
 
-  async function inTransaction<T> (work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await pool.connect()
-    let broken: Error | undefined
-    try {
-      await client.query('BEGIN')
-      const value = await work(client)
-      await client.query('COMMIT')
-      return value
-    } catch (err) {
-      await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
-        broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr))
-      })
-      throw err
-    } finally {
-      client.release(broken)
-    }
-  }
-
   /**
    * A hold of a key with caps: its own transaction (not the group-committed batch), which locks
    * the account's wallet first — the lock every writer of the key's buckets takes before them
@@ -194,7 +177,7 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
   async function cappedHold (input: HoldInput): Promise<HoldResult> {
     const caps = input.caps
     if (caps === undefined) throw new Error('cappedHold without caps')
-    return await inTransaction(async (client) => {
+    return await inTransaction(pool, async (client) => {
       const now = ctx.clock.now()
       let [wallet] = await rows<{ available: bigint }>(client, { name: 'ledger_cap_lock', text: LOCK_WALLET, values: [input.accountId] })
       if (!wallet) {
@@ -224,7 +207,7 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
     async credit (input) {
       checkCredit(input)
       const now = ctx.clock.now()
-      return inTransaction(async (client) => {
+      return inTransaction(pool, async (client) => {
         try {
           await client.query(
             `INSERT INTO wallets (account_id, balance, held, updated_at) VALUES ($1, 0, 0, $2)
