@@ -126,9 +126,15 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
     await consoleStore.addOutbox({ id: outboxId(now), ...mail, createdAt: now })
   }
 
-  const ownedKey = async (accountId: string, id: string): Promise<void> => {
-    const key = await store.keys.get(id)
-    if (key === null || key.accountId !== accountId) throw gatewayError('AUTH_API_KEY_NOT_FOUND', { param: 'key_id' })
+  /**
+   * A key route's session (CSRF-checked when the route changes something), once its account owns
+   * the key `:id`: another account's key is AUTH_API_KEY_NOT_FOUND, as a key that does not exist.
+   */
+  const keyOwner = async (req: FastifyRequest<{ Params: IdParams }>, change: boolean): Promise<ConsoleSession> => {
+    const { session } = change ? await sessions.requireWithCsrf(req) : await sessions.require(req)
+    const key = await store.keys.get(req.params.id)
+    if (key === null || key.accountId !== session.accountId) throw gatewayError('AUTH_API_KEY_NOT_FOUND', { param: 'key_id' })
+    return session
   }
 
   // ---- sign-up, verification, sign-in ---------------------------------------------------------
@@ -279,26 +285,22 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
   })
 
   app.get<{ Params: IdParams }>('/keys/:id', async (req) => {
-    const { session } = await sessions.require(req)
-    await ownedKey(session.accountId, req.params.id)
+    await keyOwner(req, false)
     return await admin.getKey(ctx, req.params.id)
   })
 
   app.patch<{ Params: IdParams }>('/keys/:id', async (req) => {
-    const { session } = await sessions.requireWithCsrf(req)
-    await ownedKey(session.accountId, req.params.id)
+    await keyOwner(req, true)
     return await admin.updateKey(ctx, req.params.id, req.body)
   })
 
   app.post<{ Params: IdParams }>('/keys/:id/revoke', async (req) => {
-    const { session } = await sessions.requireWithCsrf(req)
-    await ownedKey(session.accountId, req.params.id)
+    await keyOwner(req, true)
     return await admin.revokeKey(ctx, req.params.id)
   })
 
   app.post<{ Params: IdParams }>('/keys/:id/reveal', async (req) => {
-    const { session } = await sessions.requireWithCsrf(req)
-    await ownedKey(session.accountId, req.params.id)
+    const session = await keyOwner(req, true)
     if (ctx.now().getTime() - session.createdAt.getTime() > config.reveal_window_ms) {
       throw gatewayError('AUTH_FORBIDDEN', { detail: 'Revealing a key needs a recent sign-in: sign out and in again.' })
     }
