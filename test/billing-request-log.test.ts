@@ -10,7 +10,7 @@ import type { RequestLogRow } from '../plugins/store/request-log/types.js'
 import { dumpAllTables, TEST_DATABASE_URL, TEST_SECRET } from './helpers/store.js'
 import type { RequestLogView } from '../plugins/admin/views.js'
 import { dropSchema, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
-import { adminClient, codePoints, expectedCost, ledgerState, nanos, priceOf, settledRow, sleep, tokensFromChars } from './helpers/billing.js'
+import { adminClient, checkWalletAgainstRows, codePoints, expectedCost, ledgerState, nanos, priceOf, settledRow, sleep, tokensFromChars } from './helpers/billing.js'
 
 const ADMIN_TOKEN = 'request-log-admin-token-0123456789abcdef'
 
@@ -298,12 +298,7 @@ async function shutdownLosesNothing (t: Test, backend: Backend, slowSettle = fal
     t.equal(rows.length, BURST, `all ${BURST} rows are in the reopened store`)
     t.same(new Set(rows.map((r) => r.requestId)), new Set(results.map((r) => r.requestId)), 'they are the answered requests')
     t.ok(rows.every((r) => r.billingStatus === 'BILLED' && r.cost !== null && r.cost > 0n), 'every row BILLED')
-    const wallet = await store.ledger.wallet(gw.account.id)
-    const open = await store.ledger.openHolds(gw.account.id)
-    t.equal(open.length, 0, 'no hold left open by the shutdown')
-    t.equal(wallet.held, 0n, 'nothing held')
-    const charged = rows.reduce((sum, r) => sum + (r.cost ?? 0n), 0n)
-    t.equal(wallet.balance, nanos('100.00') - charged, 'balance = credit − the rows\' costs')
+    await checkWalletAgainstRows(t, store, gw.account.id, rows, nanos('100.00'))
   } finally {
     await store.close()
   }

@@ -11,7 +11,7 @@ import t from 'tap'
 import { loadConfig, modelGateway } from 'model-gateway'
 import { openServices } from '../plugins/gateway/index.js'
 import { formatMoney, parseMoney } from '../plugins/pricing/money.js'
-import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from './helpers/store.js'
+import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SECRET } from './helpers/store.js'
 import { startMockUpstream } from './fixtures/mock-upstream.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 
@@ -45,11 +45,7 @@ for (const backend of backends) {
 
     // Seed an account and key on the same store, from outside the app.
     const seeding = await openServices({ dataDir: env.GATEWAY_DATA_DIR, databaseUrl: env.DATABASE_URL, schema: env.DATABASE_SCHEMA, secret: TEST_SECRET })
-    const account = await seeding.store.accounts.create({ name: 'mounted' })
-    const created = await seeding.store.keys.create({ accountId: account.id, name: 'mounted key' })
-    if (!created.ok) throw new Error(created.error)
-    await seeding.store.ledger.credit({ accountId: account.id, amount: parseMoney('10.00'), kind: 'topup', postingId: `seed:${account.id}` })
-    await seeding.store.accounts.markToppedUp(account.id)
+    const { account, key } = await seedFundedKey(seeding.store, { account: 'mounted', key: 'mounted key' }, parseMoney('10.00'))
     await seeding.close()
 
     const app = Fastify({ logger: false })
@@ -69,7 +65,7 @@ for (const backend of backends) {
     t.equal(((await keyless.json()) as { error: { code: string } }).error.code, 'AUTH_API_KEY_REQUIRED', 'a key-less call is refused')
     t.equal(mock.calls.length, 0, 'and never forwarded')
 
-    const keyed = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${created.value.plaintext}` }, body: chat })
+    const keyed = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: chat })
     t.equal(keyed.status, 200)
     await keyed.json()
     t.equal(keyed.headers.get('x-gateway-billed'), 'pending', 'a held, billable request')

@@ -2,6 +2,7 @@
 // YAML as the decimal strings the operator wrote and turned into exact rationals here (not by
 // plugins/pricing), a request's cost is summed with bigint and rounded up once; and what the
 // gateway did is read back from its real store (ledger entries, open holds, request log rows).
+import type { Test } from 'tap'
 import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
 import { allEntries } from './ledger.js'
 import type { LedgerEntry } from '../../plugins/store/ledger/types.js'
@@ -187,6 +188,18 @@ export async function ledgerState (gw: TestGateway, accountId = gw.account.id): 
     entriesSum: entries.reduce((sum, e) => sum + e.amount, 0n),
     openHolds: open.length
   }
+}
+
+/**
+ * What a stopped gateway leaves (the shutdown tests): no hold open, nothing held, and the wallet
+ * is `credit` less the costs of the account's request log rows.
+ */
+export async function checkWalletAgainstRows (t: Test, store: Store, accountId: string, rows: readonly RequestLogRow[], credit: bigint): Promise<void> {
+  t.equal((await store.ledger.openHolds(accountId)).length, 0, 'no hold left open')
+  const wallet = await store.ledger.wallet(accountId)
+  t.equal(wallet.held, 0n, 'nothing held')
+  const charged = rows.reduce((sum, r) => sum + (r.cost ?? 0n), 0n)
+  t.equal(wallet.balance, credit - charged, 'balance = credit − the rows\' costs')
 }
 
 /** Tiny seeded PRNG (mulberry32): the same seed replays the same test. */

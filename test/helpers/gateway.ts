@@ -9,7 +9,7 @@ import { loadConfig } from '../../plugins/config/index.js'
 import type { GatewayConfig, LimitsConfig } from '../../plugins/config/types.js'
 import { buildServer, type ServerOptions } from '../../plugins/server/server.js'
 import { openServices, type GatewayServices, type ServiceEnv } from '../../plugins/gateway/index.js'
-import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from './store.js'
+import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SECRET } from './store.js'
 import type { Account } from '../../plugins/store/types.js'
 import { parseMoney } from '../../plugins/pricing/money.js'
 import { startMockUpstream, type MockUpstream } from '../fixtures/mock-upstream.js'
@@ -151,15 +151,7 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
   let account: Account | undefined
   let key = ''
   if (opts.seed !== false) {
-    account = await services.store.accounts.create({ name: 'test account' })
-    const created = await services.store.keys.create({ accountId: account.id, name: 'test key' })
-    if (!created.ok) throw new Error(`seeding the test key failed: ${created.error}`)
-    key = created.value.plaintext
-    const amount = parseMoney(opts.credit ?? '1000.00')
-    if (amount > 0n) {
-      await services.store.ledger.credit({ accountId: account.id, amount, kind: 'topup', postingId: `seed:${account.id}` })
-      await services.store.accounts.markToppedUp(account.id)
-    }
+    ({ account, key } = await seedFundedKey(services.store, { account: 'test account', key: 'test key' }, parseMoney(opts.credit ?? '1000.00')))
   }
   return {
     url: `http://127.0.0.1:${address.port}`,

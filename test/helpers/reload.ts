@@ -17,7 +17,7 @@ import { reloadAnswer } from '../../plugins/server/serve-command.js'
 import type { Account } from '../../plugins/store/types.js'
 import { startMockUpstream, type MockUpstream } from '../fixtures/mock-upstream.js'
 import { MOCK_CONTROL_HEADERS, mockEnv, UNREACHED_LIMIT, type Backend } from './gateway.js'
-import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from './store.js'
+import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SECRET } from './store.js'
 import { readRepoConfig, writeTestConfig, type RawConfig } from './test-config.js'
 
 export const ADMIN_TOKEN = 'reload-admin-token-0123456789-abcdefghij'
@@ -109,12 +109,7 @@ export async function startReloadGateway (opts: ReloadGatewayOptions): Promise<R
   let account = other?.account
   let key = other?.key ?? ''
   if (account === undefined) {
-    account = await services.store.accounts.create({ name: 'reload account' })
-    const created = await services.store.keys.create({ accountId: account.id, name: 'reload key' })
-    if (!created.ok) throw new Error(`seeding the key failed: ${created.error}`)
-    key = created.value.plaintext
-    await services.store.ledger.credit({ accountId: account.id, amount: parseMoney('1000.00'), kind: 'topup', postingId: `seed:${account.id}` })
-    await services.store.accounts.markToppedUp(account.id)
+    ({ account, key } = await seedFundedKey(services.store, { account: 'reload account', key: 'reload key' }, parseMoney('1000.00')))
   }
   const adminUrl = `http://127.0.0.1:${adminAddress.port}`
   const adminCall = async (method: string, path: string): Promise<{ status: number, json: Record<string, unknown> }> => {

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import type { Clock } from '../../plugins/store/clock.js'
 import { type OpenStoreOptions, openStore } from '../../plugins/store/index.js'
-import type { Store } from '../../plugins/store/types.js'
+import type { Account, Store } from '../../plugins/store/types.js'
 
 export const TEST_DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const TEST_SECRET = 'test-secret-0123456789-abcdefghijklmnop'
@@ -112,4 +112,19 @@ export async function dumpAllTables (store: Store): Promise<Record<string, unkno
   )
   for (const { table_name: table } of rows) out[table] = (await pool.query(`SELECT * FROM "${table}"`)).rows
   return out
+}
+
+/**
+ * An account with one key, credited `credit` nano-units and marked topped up (neither when
+ * `credit` is 0): what a test calls the gateway with.
+ */
+export async function seedFundedKey (store: Store, names: { account: string, key: string }, credit: bigint): Promise<{ account: Account, key: string }> {
+  const account = await store.accounts.create({ name: names.account })
+  const created = await store.keys.create({ accountId: account.id, name: names.key })
+  if (!created.ok) throw new Error(`seeding the key failed: ${created.error}`)
+  if (credit > 0n) {
+    await store.ledger.credit({ accountId: account.id, amount: credit, kind: 'topup', postingId: `seed:${account.id}` })
+    await store.accounts.markToppedUp(account.id)
+  }
+  return { account, key: created.value.plaintext }
 }

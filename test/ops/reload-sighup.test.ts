@@ -16,7 +16,7 @@ import { expectedCost, priceOf, storeRows } from '../helpers/billing.js'
 import { freePort } from '../helpers/free-port.js'
 import { mockEnv, type Backend } from '../helpers/gateway.js'
 import { ADMIN_TOKEN, setPrice, testRawConfig } from '../helpers/reload.js'
-import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from '../helpers/store.js'
+import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SECRET } from '../helpers/store.js'
 import { writeTestConfig } from '../helpers/test-config.js'
 
 const ROOT = new URL('../../', import.meta.url).pathname
@@ -41,11 +41,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     writeFileSync(file, stringify(oldRaw))
     const storeEnv = backend === 'pg' ? { databaseUrl: TEST_DATABASE_URL, schema } : { dataDir: join(written.dir, 'data') }
     const seed = await openStore({ secret: TEST_SECRET, ...storeEnv })
-    const account = await seed.accounts.create({ name: 'sighup' })
-    const created = await seed.keys.create({ accountId: account.id, name: 'k' })
-    if (!created.ok) throw new Error('seed key')
-    await seed.ledger.credit({ accountId: account.id, amount: parseMoney('100.00'), kind: 'topup', postingId: 'seed' })
-    await seed.accounts.markToppedUp(account.id)
+    const { account, key } = await seedFundedKey(seed, { account: 'sighup', key: 'k' }, parseMoney('100.00'))
     await seed.close()
 
     const [port, adminPort] = [await freePort(), await freePort()]
@@ -79,7 +75,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const url = `http://127.0.0.1:${port}`
     const readyz = async (): Promise<{ hash: string, last_reload_error: string | null }> =>
       ((await (await fetch(`${url}/readyz`)).json()) as { checks: { config: { hash: string, last_reload_error: string | null } } }).checks.config
-    const openai = new OpenAI({ apiKey: created.value.plaintext, baseURL: `${url}/v1`, maxRetries: 0 })
+    const openai = new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 })
     const chat = async (): Promise<string> => {
       const { response } = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'sighup' }] }).withResponse()
       return response.headers.get('x-request-id') ?? ''

@@ -14,10 +14,10 @@ import YAML from 'yaml'
 import { openStore } from '../../plugins/store/index.js'
 import { parseMoney } from '../../plugins/pricing/money.js'
 import { startMockUpstream } from '../fixtures/mock-upstream.js'
-import { storeRows } from '../helpers/billing.js'
+import { checkWalletAgainstRows, storeRows } from '../helpers/billing.js'
 import { freePort } from '../helpers/free-port.js'
 import { MOCK_CONTROL_HEADERS, mockEnv } from '../helpers/gateway.js'
-import { dropSchema, randomSchemaName, TEST_DATABASE_URL, TEST_SECRET } from '../helpers/store.js'
+import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SECRET } from '../helpers/store.js'
 
 const ROOT = new URL('../../', import.meta.url).pathname
 const CLI = join(ROOT, 'dist/bin/model-gateway.js')
@@ -78,13 +78,8 @@ async function shutdownWithArrivals (t: Test, backend: 'sqlite' | 'pg', { graceM
   const storeEnv = backend === 'pg' ? { databaseUrl: TEST_DATABASE_URL, schema } : { dataDir: join(dir, 'data') }
   // Seed an account and key on the store the CLI will open.
   const seed = await openStore({ secret: TEST_SECRET, ...storeEnv })
-  const account = await seed.accounts.create({ name: 'shutdown' })
-  const created = await seed.keys.create({ accountId: account.id, name: 'k' })
-  if (!created.ok) throw new Error('seed key')
-  await seed.ledger.credit({ accountId: account.id, amount: parseMoney('100.00'), kind: 'topup', postingId: 'seed' })
-  await seed.accounts.markToppedUp(account.id)
+  const { account, key } = await seedFundedKey(seed, { account: 'shutdown', key: 'k' }, parseMoney('100.00'))
   await seed.close()
-  const key = created.value.plaintext
 
   const publicPort = await freePort()
   const output = { text: '' }
@@ -173,11 +168,7 @@ async function shutdownWithArrivals (t: Test, backend: 'sqlite' | 'pg', { graceM
     const ids = new Set(rows.map((r) => r.requestId))
     const missing = answered.filter((s) => s.requestId === null || !ids.has(s.requestId))
     t.equal(missing.length, 0, `every answered request (${answered.length}) has its row`)
-    t.equal(await store.ledger.openHolds(account.id).then((h) => h.length), 0, 'no hold left open')
-    const wallet = await store.ledger.wallet(account.id)
-    t.equal(wallet.held, 0n, 'nothing held')
-    const charged = rows.reduce((sum, r) => sum + (r.cost ?? 0n), 0n)
-    t.equal(wallet.balance, parseMoney('100.00') - charged, 'balance = credit − the rows\' costs')
+    await checkWalletAgainstRows(t, store, account.id, rows, parseMoney('100.00'))
   } finally {
     await store.close()
   }
