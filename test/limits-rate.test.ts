@@ -3,8 +3,10 @@
 // schema, Retry-After, key TTLs, the refusal in every envelope, and what happens with Redis away.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
+import { once } from 'node:events'
 import { Redis } from 'ioredis'
-import { compilePolicies, LocalLimits } from '../plugins/limits/index.js'
+import { compilePolicies, Limiter, LocalLimits } from '../plugins/limits/index.js'
+import { systemClock } from '../plugins/store/clock.js'
 import type { LimitsConfig } from '../plugins/config/types.js'
 import { startTestGateway, TEST_REDIS_URL, type TestGateway } from './helpers/gateway.js'
 import { closedPort } from './helpers/wire.js'
@@ -183,6 +185,29 @@ t.test('LIMIT_RATE_EXCEEDED in every envelope, with its status and headers, befo
   t.equal(gw.mock.calls.length, calls, 'no refused request reached the upstream')
   const wallet = await gw.services.store.ledger.wallet(gw.account.id)
   t.equal(wallet.held, 0n, 'nothing held for the refused requests')
+})
+
+t.test('the admissions of one event-loop turn reach Redis in one write (the limits client pipelines them)', async (t) => {
+  const prefix = `test-pipe-${randomUUID()}:`
+  const gw = await startTestGateway({ services: { limitsRedisUrl: TEST_REDIS_URL, redisPrefix: prefix } })
+  t.teardown(() => gw.close())
+  const redis = gw.services.limitsRedis
+  if (redis === undefined) throw new Error('no limits Redis')
+  if (redis.client.status !== 'ready') await once(redis.client, 'ready')
+  const limiter = new Limiter({ config: BASE, clock: systemClock, redis, warn: (err) => { t.fail(`Redis failed: ${String(err)}`) } })
+  t.teardown(() => { limiter.close() })
+  const policy = compilePolicies(BASE).resolve(null, 'free')
+  const socket = (redis.client as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream
+  const write = socket.write
+  let writes = 0
+  socket.write = function (this: unknown, ...args: unknown[]) { writes++; return write.apply(this, args) }
+  t.teardown(() => { socket.write = write })
+  const n = 20
+  const answers = await Promise.all(Array.from({ length: n }, (_, i) => limiter.admit('pipe-key', 'pipe-account', `req-${i}`, policy, false)))
+  t.equal(answers.length, n, `${n} admissions answered`)
+  t.ok(writes >= 1 && writes <= 2, `${n} admissions of one turn went out in ${writes} socket write(s), not ${n}`)
+  const counted = await redis.client.zcard(`${prefix}rpm:pipe-key`)
+  t.equal(counted, n, 'each of them was counted in the shared window')
 })
 
 t.test('Redis unreachable: each instance enforces the limits alone (fail-open to per-instance limits); money unaffected', async (t) => {

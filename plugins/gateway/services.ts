@@ -56,12 +56,17 @@ export interface LimitsRedis {
  * The limits' Redis connection. No offline queue and no retries per command: while Redis is
  * away a check fails at once and the instance limits alone (docs/limits.md), instead of
  * queueing admissions behind a reconnect. The connection keeps reconnecting in the background.
+ * Auto-pipelining: the admissions, leases and releases of one event-loop turn go out in one
+ * write (ioredis gathers them until setImmediate). At 1,500 req/s it cut Redis's CPU per
+ * request from 48–49 to 28–33 µs (chat JSON) and from 87–91 to 47–50 µs (chat SSE)
+ * (bench/cost.ts, two A/B pairs).
  */
 function openLimitsRedis (url: string, prefix: string, timeoutMs: number): LimitsRedis {
   const client = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     connectionName: 'gateway-limits',
+    enableAutoPipelining: true,
     commandTimeout: timeoutMs,
     retryStrategy: (times) => Math.min(times * 200, 2000)
   })
