@@ -69,10 +69,18 @@ interface Group {
   goals: Map<string, number>
 }
 
+/**
+ * BENCH_TARGETS=a,b: measure only these targets (and the baseline), without the memory test; a
+ * diagnostic run (results go to bench/results/partial.json, not latest.json).
+ */
+const ONLY = (process.env.BENCH_TARGETS ?? '').split(',').map((t) => t.trim()).filter((t) => t !== '')
+for (const t of ONLY) targetNamed(t)
+
 /** Workloads in table order, each with the targets its rows name (baseline first). */
 function groups (): Group[] {
   const out: Group[] = []
   for (const s of SCENARIOS) {
+    if (ONLY.length > 0 && !ONLY.includes(s.target)) continue
     let g = out.find((x) => x.workload === s.workload)
     if (!g) out.push(g = { workload: s.workload, targets: [BASELINE], goals: new Map() })
     if (!g.targets.includes(s.target)) g.targets.push(s.target)
@@ -202,15 +210,20 @@ async function memoryPhase (env: Record<string, string>, mock: BenchChild, failu
   return results
 }
 
+/** The target `--profile` runs under --cpu-prof: BENCH_PROFILE_TARGET, else the full gateway (embedded). */
+const PROFILE_TARGET = process.env.BENCH_PROFILE_TARGET ?? gatewayTarget.name
+
 async function profilePhase (env: Record<string, string>): Promise<void> {
   const dir = join(RESULTS_DIR, 'profiles')
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
-  const running = await gatewayTarget.start(env, { execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`] })
+  const target = targetNamed(PROFILE_TARGET)
+  const running = await target.start(env, { execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`] })
   try {
+    const prepared = target.prepare ? await target.prepare(running) : { headers: {} }
     for (const { workload } of groups()) {
-      const run = await runLoad({ url: running.url, workload, headers: {}, connections: LOAD.connections, durationS: timing.warmupS + timing.durationS })
-      log(`  ${workload.name.padEnd(20)} gateway (profiled)  ${run.reqPerSec.toFixed(0)} req/s${failed(run.failures) ? '  ' + describeFailures(run.failures) : ''}`)
+      const run = await runLoad({ url: running.url, workload, headers: prepared.headers, keys: prepared.keys, connections: LOAD.connections, durationS: timing.firstWarmupS + timing.durationS })
+      log(`  ${workload.name.padEnd(20)} ${PROFILE_TARGET} (profiled)  ${run.reqPerSec.toFixed(0)} req/s${failed(run.failures) ? '  ' + describeFailures(run.failures) : ''}`)
     }
   } finally {
     await running.stop()
@@ -295,6 +308,7 @@ async function main (): Promise<number> {
   const nofile = openFileLimit()
   log(`model-gateway bench${quick ? ' --quick' : ''}${profile ? ' --profile' : ''}${tsx ? ' --tsx' : ''}: node ${process.version}, ${cpus().length} cores, ulimit -n ${nofile}`)
   const mainRun = !profile && !scaleOnly && !latencyOnly
+  if (mainRun && ONLY.length > 0) log(`targets: ${ONLY.join(', ')} and the baseline only (BENCH_TARGETS); no memory test`)
   if (mainRun) log(`load: autocannon, ${LOAD.connections} connections, ${timing.repetitions} round(s), each target in turn: ${timing.warmupS} s warm-up (${timing.firstWarmupS} s in the first round) + ${timing.durationS} s measured; medians, ratio to bare = median of per-round ratios`)
   // Each child holds up to 2 sockets per stream in the memory test.
   if (mainRun && nofile < Math.max(MEMORY.streams, ABORT.streams) * 2 + 256) {
@@ -350,8 +364,10 @@ async function main (): Promise<number> {
   try {
     log('\nthroughput')
     rows = await throughputPhase({ plan: groups(), lookup: targetNamed, connections: LOAD.connections, timing }, env, mock, failures)
-    log(`\nmemory: ${MEMORY.streams} concurrent streams, ${MEMORY.chunks} chunks every ${memoryTiming.chunkDelayMs} ms`)
-    memory = await memoryPhase(env, mock, failures, warnings)
+    if (ONLY.length === 0) {
+      log(`\nmemory: ${MEMORY.streams} concurrent streams, ${MEMORY.chunks} chunks every ${memoryTiming.chunkDelayMs} ms`)
+      memory = await memoryPhase(env, mock, failures, warnings)
+    }
   } catch (err) {
     failures.push(err instanceof Error ? err.message : String(err))
   } finally {
@@ -367,7 +383,7 @@ async function main (): Promise<number> {
   if (busiest > BUSY_MACHINE_PCT) warnings.push(`other processes used up to ${busiest.toFixed(0)}% of a core during measured runs; figures are noisy`)
   for (const w of warnings) log(`\nwarning: ${w}`)
   mkdirSync(RESULTS_DIR, { recursive: true })
-  const file = join(RESULTS_DIR, 'latest.json')
+  const file = join(RESULTS_DIR, ONLY.length > 0 ? 'partial.json' : 'latest.json')
   writeFileSync(file, JSON.stringify({
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),

@@ -1,0 +1,122 @@
+// CPU per request at a fixed request rate (npm run bench:cost [-- target …]): where each
+// request's CPU goes (the target process, Redis, PostgreSQL), independent of how fast the
+// machine runs at that moment. Throughput runs (npm run bench) swing by tens of percent on a
+// shared VM; at a fixed rate below saturation the CPU each process spends per request swings
+// far less, so an A/B of a change to the request path reads here first.
+//
+// Each target (default: bare, gateway, gateway-pg) is started alone on the target core, warmed
+// up, then loaded at BENCH_COST_RATE requests/s (default 1500) on BENCH_COST_CONNECTIONS
+// connections (50) for BENCH_COST_SECONDS (10) per workload. CPU is read from /proc for the
+// target, the redis-server process and every postgres process, before and after
+// (BENCH_COST_PG_DETAIL=1 splits PostgreSQL's into backends, WAL writer, …).
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import autocannon from 'autocannon'
+import { compileChildren, CORES, pinToCore } from './child-process.js'
+import { WORKLOADS, type Workload } from './scenarios.js'
+import { startMock, targetNamed, type Prepared } from './targets.js'
+
+const RATE = Number(process.env.BENCH_COST_RATE ?? 1500)
+const CONNECTIONS = Number(process.env.BENCH_COST_CONNECTIONS ?? 50)
+const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 10)
+const WARMUP_S = Number(process.env.BENCH_COST_WARMUP_SECONDS ?? 10)
+/** BENCH_COST_CPU=user|sys counts only that part of each process's CPU time. */
+const CPU_KIND = process.env.BENCH_COST_CPU ?? 'all'
+const TICKS = 100
+
+function cpuSeconds (pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const user = Number(f[11])
+    const sys = Number(f[12])
+    return (CPU_KIND === 'user' ? user : CPU_KIND === 'sys' ? sys : user + sys) / TICKS
+  } catch {
+    return 0
+  }
+}
+
+function pidsOf (name: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).trim().split('\n').filter((s) => s !== '').map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** What a postgres process is (backend, walwriter, …), from its title. */
+function pgKind (pid: number): string {
+  try {
+    const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()
+    if (/\d+\.\d+\.\d+\.\d+\(\d+\)/.test(title)) return 'backends'
+    return title.replace(/^postgres: (\d+\/\w+: )?/, '').split(' ')[0] ?? 'postgres'
+  } catch {
+    return 'gone'
+  }
+}
+
+/** CPU seconds of each group now; postgres backends are counted by pid across both reads. */
+function sample (target: number): { target: number, redis: number, pg: Map<number, number> } {
+  const pg = new Map<number, number>()
+  for (const pid of pidsOf('postgres')) pg.set(pid, cpuSeconds(pid))
+  return { target: cpuSeconds(target), redis: pidsOf('redis-server').reduce((s, p) => s + cpuSeconds(p), 0), pg }
+}
+
+async function load (url: string, w: Workload, prepared: Prepared, seconds: number, rate: number | undefined): Promise<{ requests: number, non2xx: number, p50: number, p99: number }> {
+  const keys = prepared.keys
+  const r = await autocannon({
+    url: url + w.path,
+    method: w.method,
+    headers: { ...w.headers, ...prepared.headers },
+    body: w.body,
+    connections: CONNECTIONS,
+    duration: seconds,
+    ...(rate !== undefined ? { overallRate: rate } : {}),
+    verifyBody: w.verify,
+    ...(keys !== undefined ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: { ...(req as { headers: object }).headers, authorization: `Bearer ${keys[Math.floor(Math.random() * keys.length)]}` } }) }] } : {})
+  })
+  return { requests: r.requests.total, non2xx: r.non2xx + r.errors + r.timeouts + r.mismatches, p50: r.latency.p50, p99: r.latency.p99 }
+}
+
+async function main (): Promise<void> {
+  const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['bare', 'gateway', 'gateway-pg']
+  pinToCore(process.pid, CORES.load)
+  compileChildren()
+  const mock = await startMock()
+  const env = { BENCH_UPSTREAM_URL: mock.url }
+  process.stdout.write(`CPU per request at ${RATE} req/s, ${CONNECTIONS} connections, ${SECONDS} s per workload after ${WARMUP_S} s warm-up\n`)
+  process.stdout.write('target       workload             req     p50 ms  p99 ms  target µs  redis µs  pg µs\n')
+  try {
+    for (const name of names) {
+      const t = targetNamed(name)
+      const running = await t.start(env)
+      try {
+        const prepared = t.prepare ? await t.prepare(running) : { headers: {} }
+        for (const w of [WORKLOADS.chat, WORKLOADS.chatStream]) {
+          await load(running.url, w, prepared, WARMUP_S, RATE)
+          const a = sample(running.pid)
+          const r = await load(running.url, w, prepared, SECONDS, RATE)
+          const b = sample(running.pid)
+          let pg = 0
+          const byKind = new Map<string, number>()
+          for (const [pid, s] of b.pg) {
+            const used = s - (a.pg.get(pid) ?? 0)
+            pg += used
+            const kind = pgKind(pid)
+            byKind.set(kind, (byKind.get(kind) ?? 0) + used)
+          }
+          const per = (s: number): string => (1e6 * s / r.requests).toFixed(0).padStart(9)
+          process.stdout.write(`${name.padEnd(12)} ${w.name.padEnd(20)} ${String(r.requests).padStart(6)} ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)} ${per(b.target - a.target)} ${per(b.redis - a.redis)} ${per(pg)}${r.non2xx > 0 ? `  FAILED ${r.non2xx}` : ''}\n`)
+          if (pg > 0 && process.env.BENCH_COST_PG_DETAIL === '1') process.stdout.write(`  postgres: ${[...byKind].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${(1e6 * v / r.requests).toFixed(0)} µs`).join(', ')}\n`)
+        }
+      } finally {
+        await running.stop()
+      }
+    }
+  } finally {
+    await mock.stop()
+  }
+}
+
+await main()
+process.exit(0)
