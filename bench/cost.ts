@@ -11,10 +11,10 @@
 // (BENCH_COST_PG_DETAIL=1 splits PostgreSQL's into backends, WAL writer, …).
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import autocannon from 'autocannon'
 import { compileChildren, CORES, pinToCore } from './child-process.js'
-import { WORKLOADS, type Workload } from './scenarios.js'
-import { startMock, targetNamed, type Prepared } from './targets.js'
+import { describeFailures, failed, runLoad } from './load.js'
+import { WORKLOADS } from './scenarios.js'
+import { startMock, targetNamed } from './targets.js'
 
 const RATE = Number(process.env.BENCH_COST_RATE ?? 1500)
 const CONNECTIONS = Number(process.env.BENCH_COST_CONNECTIONS ?? 50)
@@ -62,22 +62,6 @@ function sample (target: number): { target: number, redis: number, pg: Map<numbe
   return { target: cpuSeconds(target), redis: pidsOf('redis-server').reduce((s, p) => s + cpuSeconds(p), 0), pg }
 }
 
-async function load (url: string, w: Workload, prepared: Prepared, seconds: number, rate: number | undefined): Promise<{ requests: number, non2xx: number, p50: number, p99: number }> {
-  const keys = prepared.keys
-  const r = await autocannon({
-    url: url + w.path,
-    method: w.method,
-    headers: { ...w.headers, ...prepared.headers },
-    body: w.body,
-    connections: CONNECTIONS,
-    duration: seconds,
-    ...(rate !== undefined ? { overallRate: rate } : {}),
-    verifyBody: w.verify,
-    ...(keys !== undefined ? { requests: [{ setupRequest: (req: object) => ({ ...req, headers: { ...(req as { headers: object }).headers, authorization: `Bearer ${keys[Math.floor(Math.random() * keys.length)]}` } }) }] } : {})
-  })
-  return { requests: r.requests.total, non2xx: r.non2xx + r.errors + r.timeouts + r.mismatches, p50: r.latency.p50, p99: r.latency.p99 }
-}
-
 async function main (): Promise<void> {
   const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['bare', 'gateway', 'gateway-pg']
   pinToCore(process.pid, CORES.load)
@@ -93,9 +77,10 @@ async function main (): Promise<void> {
       try {
         const prepared = t.prepare ? await t.prepare(running) : { headers: {} }
         for (const w of [WORKLOADS.chat, WORKLOADS.chatStream]) {
-          await load(running.url, w, prepared, WARMUP_S, RATE)
+          const base = { url: running.url, workload: w, headers: prepared.headers, keys: prepared.keys, connections: CONNECTIONS, rate: RATE }
+          await runLoad({ ...base, durationS: WARMUP_S })
           const a = sample(running.pid)
-          const r = await load(running.url, w, prepared, SECONDS, RATE)
+          const r = await runLoad({ ...base, durationS: SECONDS })
           const b = sample(running.pid)
           let pg = 0
           const byKind = new Map<string, number>()
@@ -106,7 +91,7 @@ async function main (): Promise<void> {
             byKind.set(kind, (byKind.get(kind) ?? 0) + used)
           }
           const per = (s: number): string => (1e6 * s / r.requests).toFixed(0).padStart(9)
-          process.stdout.write(`${name.padEnd(12)} ${w.name.padEnd(20)} ${String(r.requests).padStart(6)} ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)} ${per(b.target - a.target)} ${per(b.redis - a.redis)} ${per(pg)}${r.non2xx > 0 ? `  FAILED ${r.non2xx}` : ''}\n`)
+          process.stdout.write(`${name.padEnd(12)} ${w.name.padEnd(20)} ${String(r.requests).padStart(6)} ${r.p50Ms.toFixed(1).padStart(7)} ${r.p99Ms.toFixed(1).padStart(7)} ${per(b.target - a.target)} ${per(b.redis - a.redis)} ${per(pg)}${failed(r.failures) ? `  FAILED: ${describeFailures(r.failures)}` : ''}\n`)
           if (pg > 0 && process.env.BENCH_COST_PG_DETAIL === '1') process.stdout.write(`  postgres: ${[...byKind].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${(1e6 * v / r.requests).toFixed(0)} µs`).join(', ')}\n`)
         }
       } finally {

@@ -15,6 +15,8 @@ export interface LoadOptions {
    * one key and with many cost the load generator the same). Absent: the headers as they are.
    */
   keys?: readonly string[] | undefined
+  /** Requests per second over all connections (autocannon's overallRate); absent: as fast as answered. */
+  rate?: number | undefined
 }
 
 export interface LoadFailures {
@@ -64,6 +66,7 @@ export async function runLoad (o: LoadOptions): Promise<LoadRun> {
     duration: o.durationS,
     timeout: 10,
     verifyBody: o.workload.verify,
+    ...(o.rate !== undefined ? { overallRate: o.rate } : {}),
     ...(o.keys !== undefined ? { requests: [{ setupRequest: withRandomKey(o.keys) }] } : {})
   })
   const statusCodes: Record<string, number> = {}
