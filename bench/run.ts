@@ -27,7 +27,7 @@ import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequest
 import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { SCALE, SCALE_COMPARISONS, SCALE_TARGETS, scalePlan, scaleTarget } from './scale.js'
 import { LATENCY, latencyTable, runLatency, type LatencyResult } from './latency.js'
-import { BASELINE, gatewayTarget, startMock, targetNamed, type RunningTarget, type Target } from './targets.js'
+import { BASELINE, gatewayTarget, startMock, TARGETS, targetNamed, type RunningTarget, type Target } from './targets.js'
 
 const USAGE = 'usage: npm run bench [-- --quick | --profile | --abort | --stalled | --scale | --latency] [--tsx]'
 const OPTIONS = new Set(['--quick', '--profile', '--tsx', '--abort', '--stalled', '--scale', '--latency'])
@@ -74,7 +74,12 @@ interface Group {
  * diagnostic run (results go to bench/results/partial.json, not latest.json).
  */
 const ONLY = (process.env.BENCH_TARGETS ?? '').split(',').map((t) => t.trim()).filter((t) => t !== '')
-for (const t of ONLY) targetNamed(t)
+for (const t of ONLY) {
+  if (!TARGETS.has(t)) {
+    process.stderr.write(`BENCH_TARGETS: unknown target ${t}; known: ${[...TARGETS.keys()].join(', ')}\n`)
+    process.exit(2)
+  }
+}
 
 /** Workloads in table order, each with the targets its rows name (baseline first). */
 function groups (): Group[] {
