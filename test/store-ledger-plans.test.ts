@@ -2,7 +2,7 @@
 // kept until the next ANALYZE of their tables. On a fresh database (autovacuum has not
 // analyzed yet) the planner assumes a few hundred rows per table, and a join or an EXISTS over
 // `holds` may become a sequential scan that then runs on every batch while the table grows by
-// a row per request (seen in the bench: 17,000 holds scanned per settle batch, up to 7 ms).
+// a row per request (seen in the bench: 17,000 holds scanned per settle batch, 2–7 ms each).
 // Here every per-request and periodic ledger statement is planned generically on fresh,
 // never-analyzed tables, as a new deployment's first requests plan them; the tables then grow
 // to 20,000 holds and charges, the connection keeps those plans, and none may scan either table

@@ -11,7 +11,7 @@
 // whose generic plan is kept until the next ANALYZE. A hold is therefore looked up by its
 // primary key in a scalar subquery, never through a join or an EXISTS, which the planner may
 // turn into a sequential scan: on a fresh table (no ANALYZE yet, 270 rows assumed) the settle
-// batch's join scanned every hold, 17,000 rows and up to 7 ms per batch 20 s into a run
+// batch's join scanned every hold, 17,000 rows and 2–7 ms per batch 20 s into a run
 // (test/store-ledger-plans.test.ts checks every statement's generic plan).
 //
 // Exactness across processes: a row locked FOR NO KEY UPDATE is read in its newest committed
