@@ -12,6 +12,7 @@
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { compileChildren, CORES, pinToCore } from './child-process.js'
+import { processSeconds, type CpuKind } from './cpu.js'
 import { describeFailures, failed, runLoad } from './load.js'
 import { WORKLOADS } from './scenarios.js'
 import { startMock, targetNamed } from './targets.js'
@@ -21,16 +22,12 @@ const CONNECTIONS = Number(process.env.BENCH_COST_CONNECTIONS ?? 50)
 const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 10)
 const WARMUP_S = Number(process.env.BENCH_COST_WARMUP_SECONDS ?? 10)
 /** BENCH_COST_CPU=user|sys counts only that part of each process's CPU time. */
-const CPU_KIND = process.env.BENCH_COST_CPU ?? 'all'
-const TICKS = 100
+const CPU_KIND: CpuKind = process.env.BENCH_COST_CPU === 'user' || process.env.BENCH_COST_CPU === 'sys' ? process.env.BENCH_COST_CPU : 'all'
 
+/** CPU seconds of a process, 0 once it is gone (a postgres backend that ended between reads). */
 function cpuSeconds (pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    const user = Number(f[11])
-    const sys = Number(f[12])
-    return (CPU_KIND === 'user' ? user : CPU_KIND === 'sys' ? sys : user + sys) / TICKS
+    return processSeconds(pid, CPU_KIND)
   } catch {
     return 0
   }

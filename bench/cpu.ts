@@ -5,11 +5,17 @@ import { readFileSync } from 'node:fs'
 
 const TICKS_PER_SECOND = 100 // USER_HZ; 100 on every mainstream Linux build
 
-function processSeconds (pid: number): number {
+/** Which part of a process's CPU time to count: user, system, or both. */
+export type CpuKind = 'all' | 'user' | 'sys'
+
+/** CPU seconds a process has used so far (throws when it is gone). */
+export function processSeconds (pid: number, kind: CpuKind = 'all'): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   // Fields 14 and 15 of proc(5), utime and stime, are 12 and 13 after "pid (comm) ".
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+  const user = Number(fields[11])
+  const sys = Number(fields[12])
+  return (kind === 'user' ? user : kind === 'sys' ? sys : user + sys) / TICKS_PER_SECOND
 }
 
 function machineBusySeconds (): number {
