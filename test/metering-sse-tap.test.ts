@@ -181,6 +181,24 @@ t.test('lines are framed before JSON: a line that ends after a backslash still e
   t.same(parsed, ['data: {"usage":{"prompt_tokens":1}}\n\n'], 'the next event is still found')
 })
 
+t.test('a line end after punctuation, a number or a literal ends its line, whatever the line endings', async (t) => {
+  // Between JSON strings the tap passes over bytes quickly; a CR, LF or CRLF there still
+  // frames the line and, doubled, ends the event.
+  for (const eol of ['\n', '\r\n', '\r']) {
+    const content = `data: {"choices":[{"delta":{"content":"hi"}}],"n":12,"x":null}${eol}${eol}`
+    const usage = `data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}${eol}${eol}`
+    const done = `data: [DONE]${eol}${eol}`
+    const parsed: string[] = []
+    const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20, onParse: (raw) => parsed.push(raw.toString()), drop: () => true })
+    const out = [...tap.push(Buffer.from(content + usage + done)), ...tap.end()]
+    const label = JSON.stringify(eol)
+    // (The LF of a CRLF blank line follows the event's dispatch, so it is not in the raw bytes.)
+    t.same(parsed.map((raw) => raw.trimEnd()), [usage.trimEnd()], `${label}: the usage event alone is read exactly`)
+    t.equal(Buffer.concat(out).toString(), content + done, `${label}: the usage event alone is left out`)
+    t.equal(tap.textChars(), 2, `${label}: the content event's text is counted`)
+  }
+})
+
 t.test('an event over maxEventBytes is counted but never parsed', async (t) => {
   const parsed: string[] = []
   const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 64, onParse: (raw) => parsed.push(raw.toString()) })

@@ -286,6 +286,25 @@ class Tap implements SseTap {
           }
           continue
         }
+        if (jpos === J_NONE) {
+          // Between strings with no key just read, only a quote or a line end matters: the
+          // punctuation, numbers and literals in between are passed over in one tight loop.
+          while (c !== QUOTE && c !== LF && c !== CR) {
+            if (++i === n) break
+            c = chunk[i] as number
+          }
+          if (i === n) break
+          if (c !== QUOTE) {
+            i-- // a line end: read it again at the top of the loop
+            continue
+          }
+          inStr = true
+          kind = S_KEY
+          keyStart = i + 1
+          keySpans = false
+          keyOdd = false
+          continue
+        }
         if (c === SPACE || c === TAB) continue
         if (jpos === J_AFTER_KEY) {
           jpos = J_NONE
