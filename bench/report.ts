@@ -82,6 +82,8 @@ export interface ThroughputRow {
   median: { reqPerSec: number, p50Ms: number, p99Ms: number, bytesPerSec: number, targetCpu: number, cpuUsPerRequest: number, otherCpu: number }
   /** req/s of this target over the baseline's on the same workload; null for the baseline. */
   ratio: number | null
+  /** The lowest and highest of the per-round ratios `ratio` is the median of; null for the baseline. */
+  ratioRange: [number, number] | null
   /** Target CPU per request over the baseline's (above 1: the target costs more); null for the baseline. */
   cpuRatio: number | null
   /** Required req/s ratio over the baseline, if the scenario names one. */
@@ -94,8 +96,10 @@ export interface ComparisonRow {
   label: string
   target: string
   over: string
-  /** Median req/s of target over median req/s of `over`. */
+  /** Median over rounds of target's req/s over `over`'s in the same round (pairedRatio). */
   ratio: number
+  /** The lowest and highest of those per-round ratios. */
+  ratioRange: [number, number]
   /** Target CPU per request over `over`'s (above 1: the target costs more). */
   cpuRatio: number
   goal: number | null
@@ -107,10 +111,24 @@ export interface ComparisonRow {
  * ratio of two medians taken minutes apart carries that drift; a ratio per round does not.
  */
 export function pairedRatio (target: readonly MeasuredRun[], over: readonly MeasuredRun[], value: (r: MeasuredRun) => number): number {
+  return median(roundRatios(target, over, value))
+}
+
+/** `target`'s run k over `over`'s run k, for each round both have. */
+export function roundRatios (target: readonly MeasuredRun[], over: readonly MeasuredRun[], value: (r: MeasuredRun) => number): number[] {
   const n = Math.min(target.length, over.length)
   const ratios: number[] = []
   for (let k = 0; k < n; k++) ratios.push(value(target[k]!) / value(over[k]!))
-  return median(ratios)
+  return ratios
+}
+
+/**
+ * The lowest and highest per-round req/s ratio: printed beside the median, since one round on
+ * a busy machine can be off by half (a goal met by the median alone is read with that spread).
+ */
+export function reqPerSecRange (target: readonly MeasuredRun[], over: readonly MeasuredRun[]): [number, number] {
+  const ratios = roundRatios(target, over, reqPerSecOf).filter((x) => !Number.isNaN(x))
+  return ratios.length === 0 ? [Number.NaN, Number.NaN] : [Math.min(...ratios), Math.max(...ratios)]
 }
 
 const reqPerSecOf = (r: MeasuredRun): number => r.reqPerSec
@@ -127,6 +145,7 @@ export function compareRows (rows: readonly ThroughputRow[], c: { label: string,
       target: c.target,
       over: c.over,
       ratio: pairedRatio(t.runs, o.runs, reqPerSecOf),
+      ratioRange: reqPerSecRange(t.runs, o.runs),
       cpuRatio: pairedRatio(t.runs, o.runs, cpuPerRequestUs),
       goal: c.goal ?? null
     })
@@ -153,12 +172,14 @@ const mib = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1)
 const pct = (p: number): string => Number.isNaN(p) ? 'n/a' : p.toFixed(0)
 const ratioCell = (ratio: number, goal: number | null): string =>
   ratio.toFixed(2) + (goal !== null && ratio < goal ? ` (< ${goal.toFixed(2)})` : '')
+const rangeCell = (range: [number, number] | null): string =>
+  range === null || Number.isNaN(range[0]) ? '-' : `${range[0].toFixed(2)}–${range[1].toFixed(2)}`
 const goalCell = (ratio: number, goal: number | null): string =>
   goal === null ? '-' : `≥ ${goal.toFixed(2)} ${ratio >= goal ? 'met' : 'MISSED'}`
 
 export function throughputTable (rows: readonly ThroughputRow[]): string {
   return table(
-    ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'MiB/s', 'CPU µs/req', 'other CPU%', 'req/s ratio', 'CPU/req ratio', 'goal'],
+    ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'MiB/s', 'CPU µs/req', 'other CPU%', 'req/s ratio', 'rounds', 'CPU/req ratio', 'goal'],
     rows.map((r) => [
       r.workload,
       r.target,
@@ -169,25 +190,27 @@ export function throughputTable (rows: readonly ThroughputRow[]): string {
       pct(r.median.cpuUsPerRequest),
       pct(r.median.otherCpu),
       r.ratio === null ? '-' : ratioCell(r.ratio, r.goal),
+      rangeCell(r.ratioRange),
       r.cpuRatio === null || Number.isNaN(r.cpuRatio) ? '-' : r.cpuRatio.toFixed(2),
       r.ratio === null ? '' : goalCell(r.ratio, r.goal)
     ]),
-    new Set([2, 3, 4, 5, 6, 7, 8, 9])
+    new Set([2, 3, 4, 5, 6, 7, 8, 9, 10])
   )
 }
 
 export function comparisonTable (rows: readonly ComparisonRow[]): string {
   return table(
-    ['scenario', 'cost', 'ratio of', 'req/s ratio', 'CPU/req ratio', 'goal'],
+    ['scenario', 'cost', 'ratio of', 'req/s ratio', 'rounds', 'CPU/req ratio', 'goal'],
     rows.map((c) => [
       c.workload,
       c.label,
       `${c.target} / ${c.over}`,
       ratioCell(c.ratio, c.goal),
+      rangeCell(c.ratioRange),
       Number.isNaN(c.cpuRatio) ? '-' : c.cpuRatio.toFixed(2),
       goalCell(c.ratio, c.goal)
     ]),
-    new Set([3, 4])
+    new Set([3, 4, 5])
   )
 }
 

@@ -23,7 +23,7 @@ import { startCpuMeter } from './cpu.js'
 import { describeFailures, failed, probeOnce, runLoad } from './load.js'
 import { runMemoryTest, type MemoryResult } from './memory.js'
 import { busiestProfile, formatFrames, selfTimes } from './profile.js'
-import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequestUs, median, memoryTable, pairedRatio, throughputTable, type ComparisonRow, type MeasuredRun, type RunBilling, type ThroughputRow } from './report.js'
+import { billingTable, checkBilling, compareRows, comparisonTable, cpuPerRequestUs, median, memoryTable, pairedRatio, reqPerSecRange, throughputTable, type ComparisonRow, type MeasuredRun, type RunBilling, type ThroughputRow } from './report.js'
 import { COMPARISONS, LOAD, MEMORY, SCENARIOS, type Workload } from './scenarios.js'
 import { SCALE, SCALE_COMPARISONS, SCALE_TARGETS, scalePlan, scaleTarget } from './scale.js'
 import { LATENCY, latencyTable, runLatency, type LatencyResult } from './latency.js'
@@ -181,7 +181,7 @@ async function throughputPhase (m: Measurement, env: Record<string, string>, moc
           otherCpu: median(rs.map((r) => r.cpu?.other ?? Number.NaN))
         }
         const baseline = name === BASELINE
-        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: baseline ? null : pairedRatio(rs, baseRuns, (r) => r.reqPerSec), cpuRatio: baseline ? null : pairedRatio(rs, baseRuns, cpuPerRequestUs), goal: goals.get(name) ?? null })
+        rows.push({ workload: workload.name, target: name, runs: rs, median: m, ratio: baseline ? null : pairedRatio(rs, baseRuns, (r) => r.reqPerSec), ratioRange: baseline ? null : reqPerSecRange(rs, baseRuns), cpuRatio: baseline ? null : pairedRatio(rs, baseRuns, cpuPerRequestUs), goal: goals.get(name) ?? null })
       }
     }
   } finally {
