@@ -298,31 +298,28 @@ class Tap implements SseTap {
             i-- // a line end: read it again at the top of the loop
             continue
           }
-          inStr = true
-          kind = S_KEY
-          keyStart = i + 1
-          keySpans = false
-          keyOdd = false
-          continue
-        }
-        if (c === SPACE || c === TAB) continue
-        if (jpos === J_AFTER_KEY) {
-          jpos = J_NONE
-          if (c === COLON) {
-            if (pendingKey === ODD_KEY) mustParse = true
-            jpos = J_VALUE
-            valueKey = pendingKey
-            continue
+        } else {
+          if (c === SPACE || c === TAB) continue
+          if (jpos === J_AFTER_KEY) {
+            jpos = J_NONE
+            if (c === COLON) {
+              if (pendingKey === ODD_KEY) mustParse = true
+              jpos = J_VALUE
+              valueKey = pendingKey
+              continue
+            }
+          } else {
+            // J_VALUE: a key and its colon were read.
+            jpos = J_NONE
+            if (c === QUOTE) {
+              inStr = true
+              kind = valueKey >= 0 && valueKey < textKeyCount ? S_TEXT : S_OTHER
+              continue
+            }
+            if (c === OPEN_BRACE && valueKey >= textKeyCount) mustParse = true
           }
-        } else if (jpos === J_VALUE) {
-          jpos = J_NONE
-          if (c === QUOTE) {
-            inStr = true
-            kind = valueKey >= 0 && valueKey < textKeyCount ? S_TEXT : S_OTHER
-            continue
-          }
-          if (c === OPEN_BRACE && valueKey >= textKeyCount) mustParse = true
         }
+        // A quote here opens a string that may be a key.
         if (c === QUOTE) {
           inStr = true
           kind = S_KEY
