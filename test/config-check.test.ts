@@ -6,12 +6,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { checkCommand, checkConfig, formatProblem, type CommandIo } from '../plugins/config/index.js'
+import { builtCli } from './helpers/built-cli.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const fixtures = join(root, 'test', 'fixtures', 'config')
 const validDir = join(fixtures, 'valid')
 const invalidDir = join(fixtures, 'invalid')
-const cli = join(root, 'bin', 'model-gateway.ts')
+const cli = builtCli()
 
 /** Runs `check` in-process with an empty environment and captures what it prints. */
 async function runCheck (file: string): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -73,7 +74,7 @@ t.test('the problem count line agrees with the problems', async (t) => {
 
 t.test('the real CLI', async (t) => {
   const run = (cwd: string, ...args: string[]): ReturnType<typeof spawnSync> & { stdout: string; stderr: string } =>
-    spawnSync(process.execPath, ['--import', 'tsx', cli, ...args], {
+    spawnSync(process.execPath, [cli, ...args], {
       cwd,
       env: { PATH: process.env.PATH ?? '' },
       encoding: 'utf8'
@@ -94,7 +95,7 @@ t.test('the real CLI', async (t) => {
   })
 
   t.test('check without a file uses $GATEWAY_CONFIG', async (t) => {
-    const res = spawnSync(process.execPath, ['--import', 'tsx', cli, 'check'], {
+    const res = spawnSync(process.execPath, [cli, 'check'], {
       cwd: validDir,
       env: { PATH: process.env.PATH ?? '', GATEWAY_CONFIG: 'with-includes.yaml' },
       encoding: 'utf8'

@@ -11,11 +11,12 @@ import t from 'tap'
 import { adminListenAddress, AdminThrottle } from '../../plugins/admin/index.js'
 import { loadConfig } from '../../plugins/config/index.js'
 import { buildServer } from '../../plugins/server/server.js'
+import { builtCli } from '../helpers/built-cli.js'
 import { ManualClock, TEST_SECRET } from '../helpers/store.js'
 import { REPO_CONFIG, startTestGateway, type Backend } from '../helpers/gateway.js'
 
 const TOKEN = 'hostile-suite-admin-token-0123456789abcdef'
-const BIN = new URL('../../bin/model-gateway.ts', import.meta.url).pathname
+const BIN = builtCli()
 const REPO = new URL('../..', import.meta.url).pathname
 
 t.test('AdminThrottle counts failures per address inside one window', async (t) => {
@@ -78,7 +79,7 @@ t.test('a short admin token is refused', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-admin-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const secretToken = 'short-token-of-31-characters-xx'
-  const run = spawn(process.execPath, ['--import', 'tsx', BIN, 'serve', REPO_CONFIG], {
+  const run = spawn(process.execPath, [BIN, 'serve', REPO_CONFIG], {
     cwd: REPO,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', GATEWAY_DATA_DIR: dir, GATEWAY_SECRET: TEST_SECRET, GATEWAY_ADMIN_TOKEN: secretToken, GATEWAY_ADMIN_PORT: '0', DATABASE_URL: '', REDIS_URL: '' },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -103,7 +104,7 @@ t.test('serve: the admin API has its own listener on 127.0.0.1, not the public o
 
   const dir = mkdtempSync(join(tmpdir(), 'gw-admin-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const run = spawn(process.execPath, ['--import', 'tsx', BIN, 'serve', REPO_CONFIG], {
+  const run = spawn(process.execPath, [BIN, 'serve', REPO_CONFIG], {
     cwd: REPO,
     // GATEWAY_ADMIN_HOST unset: the default of gateway.yaml decides the bind.
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', GATEWAY_DATA_DIR: dir, GATEWAY_SECRET: TEST_SECRET, GATEWAY_ADMIN_TOKEN: TOKEN, GATEWAY_ADMIN_HOST: '', GATEWAY_ADMIN_PORT: '0', DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info' },
