@@ -43,9 +43,18 @@ export async function startInstanceRegistry (opts: InstanceRegistryOptions): Pro
   const ttlMs = opts.ttlMs ?? INSTANCE_TTL_MS
   let lastWarning = ''
   let stopped = false
-  const beat = async (): Promise<void> => {
+  // One write at a time, each reading the hash when it runs: a heartbeat in flight at a reload
+  // cannot land after the reload's write and put the old hash back (two pool connections
+  // could commit them in either order).
+  let writing: Promise<void> = Promise.resolve()
+  const write = async (): Promise<void> => {
     if (stopped) return
     await rows.upsert({ id, host, pid: process.pid, configHash: opts.hash(), reloadedAt: opts.reloadedAt(), startedAt, seenAt: clock.now() })
+  }
+  const beat = (): Promise<void> => {
+    const next = writing.then(write)
+    writing = next.catch(() => {})
+    return next
   }
   await beat()
   const timer = setInterval(() => {
@@ -77,6 +86,7 @@ export async function startInstanceRegistry (opts: InstanceRegistryOptions): Pro
     async stop () {
       stopped = true
       clearInterval(timer)
+      await writing // a write already under way lands before the row is deleted, not after
       await rows.remove(id)
     }
   }

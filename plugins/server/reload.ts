@@ -265,13 +265,16 @@ export class GatewayHost {
     running.retired = true
     this.lastError = null
     this.reloadedAt = new Date()
-    next.app.log.info({ config: this.file, hash: loaded.hash.slice(0, 12), previousHash: running.hash.slice(0, 12), inflightOnPrevious: running.inflight }, 'config reloaded')
+    const inflightOnPrevious = running.inflight
     if (running.inflight === 0) this.retire(running).catch(() => {})
+    // Recorded before the reload is reported (log line, admin answer): whoever sees
+    // "config reloaded" finds the new hash in the instances list too.
     try {
       await this.opts.onSwap?.(loaded.hash)
     } catch (err) {
       next.app.log.warn({ err }, 'config reloaded; recording the new hash failed')
     }
+    next.app.log.info({ config: this.file, hash: loaded.hash.slice(0, 12), previousHash: running.hash.slice(0, 12), inflightOnPrevious }, 'config reloaded')
     return { ok: true, hash: loaded.hash, previousHash: running.hash, changed: true }
   }
 
