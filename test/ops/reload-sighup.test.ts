@@ -18,9 +18,9 @@ import { mockEnv, type Backend } from '../helpers/gateway.js'
 import { ADMIN_TOKEN, setPrice, testRawConfig } from '../helpers/reload.js'
 import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SECRET } from '../helpers/store.js'
 import { writeTestConfig } from '../helpers/test-config.js'
+import { builtCli } from '../helpers/built-cli.js'
 
-const ROOT = new URL('../../', import.meta.url).pathname
-const CLI = join(ROOT, 'dist/bin/model-gateway.js')
+const CLI = builtCli()
 const MODEL = 'openai/gpt-4o-mini'
 
 interface LogLine { msg?: string, problem?: string, [field: string]: unknown }

@@ -2,15 +2,16 @@
 // exit, without a stack trace or a credential: the real CLI (dist/, built by `npm test`)
 // spawned with a bad environment.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test as Tap } from 'tap'
 import { STARTUP_FAILURE_PREFIX } from '../../plugins/server/serve-command.js'
+import { builtCli } from '../helpers/built-cli.js'
 
 const ROOT = new URL('../../', import.meta.url).pathname
-const CLI = join(ROOT, 'dist/bin/model-gateway.js')
+const CLI = builtCli()
 const CONFIG = join(ROOT, 'gateway.yaml')
 const SECRET = 'startup-test-secret-0123456789abcdefghij'
 
@@ -49,10 +50,6 @@ function oneLine (t: Tap, run: Run, pattern: RegExp, secrets: string[] = []): vo
   t.notMatch(run.stderr, /^\s+at /m, 'no stack trace')
   for (const s of secrets) t.notOk(run.stderr.includes(s) || run.stdout.includes(s), 'no credential in the output')
 }
-
-t.before(() => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`)
-})
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gw-startup-'))
 t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
