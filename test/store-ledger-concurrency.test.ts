@@ -52,6 +52,7 @@ async function exactUnderContention (t: Test, stores: Store[]): Promise<void> {
     balance: FLOOR + BigInt(FITS) * AMOUNT,
     held: BigInt(FITS) * AMOUNT,
     available: FLOOR,
+    unrecoveredAt: null,
   })
 
   const settled = await Promise.all(
@@ -111,11 +112,12 @@ t.test('PostgreSQL: many wallets, two instances, holds and settles interleaved',
     })
   )
   // Each worker: hold 300, settle a pseudo-random amount in 0..399 (above 300: an overage,
-  // posted in full); 40 workers × 25 rounds.
+  // posted down to the bound of 0 at most); 40 workers × 25 rounds.
   let posted = 0n
   const perAccount = new Map<string, bigint>()
   const overages = new Map<string, bigint>()
   let wrong = 0
+  let unrecovered = 0n
   await Promise.all(
     Array.from({ length: 40 }, async (_, w) => {
       const store = stores[w % 2] as Store
@@ -125,7 +127,8 @@ t.test('PostgreSQL: many wallets, two instances, holds and settles interleaved',
         if (!h.ok) continue
         const cost = BigInt((w * 31 + round * 17) % 400)
         const s = await (stores[(w + round) % 2] as Store).ledger.settle({ holdId: h.holdId, amount: cost, requestId: 'x' })
-        if (s.posted !== cost || s.overage !== (cost > 300n ? cost - 300n : 0n)) wrong++
+        if (s.posted + s.unrecovered !== cost || s.overage !== (s.posted > 300n ? s.posted - 300n : 0n)) wrong++
+        unrecovered += s.unrecovered
         posted += s.posted
         perAccount.set(accountId, (perAccount.get(accountId) ?? 0n) + s.posted)
         overages.set(accountId, (overages.get(accountId) ?? 0n) + s.overage)
@@ -138,12 +141,13 @@ t.test('PostgreSQL: many wallets, two instances, holds and settles interleaved',
     t.equal(f.held, 0n)
     t.equal(f.balance, f.entriesSum)
     t.equal(f.balance, 10_000n - (perAccount.get(id) ?? 0n), `${id}: balance is top-up minus what was posted`)
-    t.ok(f.balance + (overages.get(id) ?? 0n) >= 0n, 'below the floor by overages only')
+    t.ok(f.balance >= 0n, `${id}: never below the bound of 0 (${f.balance})`)
     total += 10_000n - f.balance
   }
   t.equal(total, posted, 'what settle reported is what the wallets lost')
-  t.equal(wrong, 0, 'every settle posted its whole amount and answered its overage')
+  t.equal(wrong, 0, 'every settle answered posted + unrecovered = its amount, and its overage')
   t.ok([...overages.values()].some((o) => o > 0n), 'some settles had an overage')
+  t.comment(`unrecovered in all: ${unrecovered}`)
 })
 
 t.test('PostgreSQL: a batch that fails fails every call in it', async (t) => {

@@ -4,7 +4,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import type { Store } from '../plugins/store/index.js'
-import { ledgerFacts } from './helpers/ledger.js'
+import { ledgerFacts, storedBound } from './helpers/ledger.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 
 type Op =
@@ -44,6 +44,10 @@ class Model {
   balance = 0n
   holds: ModelHold[] = []
   credits: Array<{ postingId: string; amount: bigint; grant: boolean }> = []
+  /** The floor of the latest admitted hold: the account's settles go no lower. */
+  bound: bigint | null = null
+  /** A settle left a cost unrecovered since the last top-up: holds wait for one. */
+  blocked = false
   get held (): bigint {
     return this.holds.filter((h) => h.open).reduce((sum, h) => sum + h.amount, 0n)
   }
@@ -68,6 +72,7 @@ async function runSequence (store: Store, clock: ManualClock, ops: Op[]): Promis
         const kind = op.grant ? 'grant' : 'topup'
         const r = await ledger.credit({ accountId, amount: op.amount, kind, postingId })
         model.balance += op.amount
+        if (!op.grant) model.blocked = false
         model.credits.push({ postingId, amount: op.amount, grant: op.grant })
         if (r.duplicate || r.balance !== model.balance) fail('credit', step, op, r.balance)
         break
@@ -85,10 +90,12 @@ async function runSequence (store: Store, clock: ManualClock, ops: Op[]): Promis
         break
       }
       case 'hold': {
-        const fits = model.balance - model.held - op.amount >= op.floor
+        const fits = !model.blocked && model.balance - model.held - op.amount >= op.floor
         const r = await ledger.hold({ accountId, amount: op.amount, floor: op.floor, requestId: `s${step}`, ttlMs: op.ttlMs })
         if (r.ok !== fits) fail(`hold admitted=${r.ok}, model says ${fits}`, step, op)
+        if (!r.ok && r.error !== (model.blocked ? 'topup_required' : 'insufficient_funds')) fail(`refused as ${r.error}`, step, op)
         if (r.ok) {
+          model.bound = op.floor
           const expiresAt = clock.now().getTime() + op.ttlMs
           if (r.expiresAt.getTime() !== expiresAt) fail('expiry', step, op)
           model.holds.push({ id: r.holdId, amount: op.amount, expiresAt, open: true })
@@ -106,21 +113,26 @@ async function runSequence (store: Store, clock: ManualClock, ops: Op[]): Promis
         }
         const amount = op.op === 'settle' ? op.amount : null
         const expired = h.expiresAt <= clock.now().getTime()
-        // A charge is posted whole; what exceeds the hold is its overage (no floor applies).
-        const posted = amount === null || expired ? 0n : amount
+        // A charge is posted up to the hold plus the slack above the bound; the rest is unrecovered.
+        const asked = amount === null || expired ? 0n : amount
+        const available = model.balance - model.held
+        const slack = model.bound === null || available < model.bound ? 0n : available - model.bound
+        const posted = min(asked, h.amount + slack)
         const used = min(posted, h.amount)
         const expected = h.open
-          ? { posted, released: h.amount - used, overage: posted - used, duplicate: false }
-          : { posted: 0n, released: 0n, overage: 0n, duplicate: true }
+          ? { posted, released: h.amount - used, overage: posted - used, unrecovered: asked - posted, duplicate: false }
+          : { posted: 0n, released: 0n, overage: 0n, unrecovered: 0n, duplicate: true }
         const r =
           amount === null
-            ? { ...(await ledger.release(h.id)), posted: 0n, overage: 0n }
+            ? { ...(await ledger.release(h.id)), posted: 0n, overage: 0n, unrecovered: 0n }
             : await ledger.settle({ holdId: h.id, amount, requestId: `s${step}` })
-        if (r.posted !== expected.posted || r.released !== expected.released || r.duplicate !== expected.duplicate || r.overage !== expected.overage) {
+        if (r.posted !== expected.posted || r.released !== expected.released || r.duplicate !== expected.duplicate ||
+          r.overage !== expected.overage || r.unrecovered !== expected.unrecovered) {
           fail('settle/release answer', step, op, JSON.stringify({ got: r, expected }, (_, v) => (typeof v === 'bigint' ? String(v) : v)))
         }
         changed = h.open
         model.balance -= expected.posted
+        if (expected.unrecovered > 0n) model.blocked = true
         h.open = false
         break
       }
@@ -142,6 +154,8 @@ async function runSequence (store: Store, clock: ManualClock, ops: Op[]): Promis
     if (after.balance !== after.entriesSum) fail('balance is not the sum of the entries', step, op)
     if (after.held !== after.openHoldsSum) fail('held is not the sum of the open holds', step, op)
     if (after.openHolds !== model.holds.filter((h) => h.open).length) fail('open hold count', step, op)
+    if (model.bound !== null && after.available < model.bound) fail('available below the bound', step, op, `${after.available} < ${model.bound}`)
+    if (((await ledger.wallet(accountId)).unrecoveredAt !== null) !== model.blocked) fail('unrecoveredAt differs from the model', step, op)
     if (!changed && JSON.stringify(after, (_, v) => String(v)) !== JSON.stringify(before, (_, v) => String(v))) {
       fail('a refused or duplicate operation changed something', step, op)
     }
@@ -166,10 +180,11 @@ for (const backend of testBackends()) {
 
 // Concurrent calls. Calls made in the same tick share a batch (group commit). Whatever the
 // backend, the answers must add up: the balance is the credits less what the settles answered
-// as posted, the held sum is that of the admitted holds still open, and no admitted hold took
-// the available balance below its floor at the time it was admitted. SQLite runs a batch in
-// the order of its calls, so there the answers must also be exactly those of the same calls
-// one by one (its batch reads each wallet once and writes it once: this is what checks it).
+// as posted, every settle answered posted + unrecovered = its amount, the held sum is that of
+// the admitted holds still open, and the available balance is never below the account's bound.
+// SQLite runs a batch in the order of its calls, so there the answers must also be exactly
+// those of the same calls one by one (its batch reads each wallet once and writes it once:
+// this is what checks it).
 type GroupOp =
   | { op: 'hold'; amount: bigint; floor: bigint }
   | { op: 'settle'; which: number; amount: bigint }
@@ -188,12 +203,16 @@ async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls
   const holds: Array<{ id: string; amount: bigint; open: boolean }> = []
   let credits = 0n
   let posted = 0n
+  // The serial order's bound and refusal (SQLite).
+  let bound: bigint | null = null
+  let blocked = false
   for (const [step, { credit, calls }] of steps.entries()) {
     const show = (x: unknown): string => JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))
     const fail = (msg: string): never => { throw new Error(`step ${step} ${show(calls)}: ${msg}`) }
     if (credit > 0n) {
       await ledger.credit({ accountId, amount: credit, kind: 'topup', postingId: `${accountId}-c${step}` })
       credits += credit
+      blocked = false
     }
     // The serial answers (SQLite's contract for one batch), from the state before the batch.
     const before = await ledger.wallet(accountId)
@@ -202,8 +221,11 @@ async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls
     const targets = calls.map((c) => (c.op === 'hold' ? undefined : holds[c.which % Math.max(1, holds.length)]))
     const expected = calls.map((c, i) => {
       if (c.op === 'hold') {
-        const fits = available - c.amount >= c.floor
-        if (fits) available -= c.amount
+        const fits = !blocked && available - c.amount >= c.floor
+        if (fits) {
+          available -= c.amount
+          bound = c.floor
+        }
         return { ok: fits }
       }
       const h = targets[i]
@@ -211,8 +233,11 @@ async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls
       const amount = open.get(h.id)
       if (amount === undefined) return { posted: 0n, duplicate: true }
       open.delete(h.id)
-      // A settle posts its whole amount, overage included.
-      const p = c.op === 'settle' ? c.amount : 0n
+      // A settle posts up to its hold plus the slack above the bound.
+      const asked = c.op === 'settle' ? c.amount : 0n
+      const slack = bound === null || available < bound ? 0n : available - bound
+      const p = asked < amount + slack ? asked : amount + slack
+      if (p < asked) blocked = true
       available += amount - p
       return { posted: p, duplicate: false }
     })
@@ -220,9 +245,8 @@ async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls
       if (c.op === 'hold') return await ledger.hold({ accountId, amount: c.amount, floor: c.floor, requestId: `g${step}.${i}`, ttlMs: 3_600_000 })
       const h = targets[i]
       if (!h) return null
-      return c.op === 'settle' ? await ledger.settle({ holdId: h.id, amount: c.amount, requestId: `g${step}.${i}` }) : { ...(await ledger.release(h.id)), posted: 0n, overage: 0n }
+      return c.op === 'settle' ? await ledger.settle({ holdId: h.id, amount: c.amount, requestId: `g${step}.${i}` }) : { ...(await ledger.release(h.id)), posted: 0n, overage: 0n, unrecovered: 0n }
     }))
-    let overage = 0n
     for (const [i, a] of answers.entries()) {
       const c = calls[i]!
       if (a === null) continue
@@ -239,7 +263,8 @@ async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls
         if (!h.open) fail(`call ${i}: hold ${h.id} closed twice`)
         h.open = false
         posted += a.posted
-        overage += a.overage
+        if (a.posted + a.unrecovered !== (c.op === 'settle' ? c.amount : 0n)) fail(`call ${i}: posted + unrecovered is not the amount asked`)
+        if (a.overage !== (a.posted > h.amount ? a.posted - h.amount : 0n)) fail(`call ${i}: overage ${a.overage}`)
       }
     }
     const facts = await ledgerFacts(store, accountId)
@@ -247,9 +272,10 @@ async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls
     if (facts.balance !== facts.entriesSum) fail('balance is not the sum of the entries')
     const held = holds.filter((h) => h.open).reduce((sum, h) => sum + h.amount, 0n)
     if (facts.held !== held || facts.openHoldsSum !== held) fail(`held ${facts.held} (open holds ${facts.openHoldsSum}), answers say ${held}`)
-    const floors = calls.flatMap((c, i) => (c.op === 'hold' && (answers[i] as { ok?: boolean } | null)?.ok ? [c.floor] : []))
-    // Only an overage may take the balance under a floor (a hold never does).
-    if (serialOrder && floors.length > 0 && facts.available + overage < floors.reduce((a, b) => (a < b ? a : b))) fail('an admitted hold went below its floor')
+    const stored = await storedBound(store, accountId)
+    if (stored !== null && facts.available < stored) fail(`available ${facts.available} below the bound ${stored}`)
+    if (serialOrder && stored !== bound) fail(`bound ${stored}, serial order says ${bound}`)
+    if (serialOrder && ((await ledger.wallet(accountId)).unrecoveredAt !== null) !== blocked) fail('unrecoveredAt differs from the serial order')
   }
   for (const h of holds.filter((x) => x.open)) await ledger.release(h.id)
 }

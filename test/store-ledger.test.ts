@@ -38,7 +38,7 @@ for (const backend of testBackends()) {
 
     t.test('a wallet nobody credited reads as zero', async (t) => {
       const id = await funded(0n)
-      t.same(await ledger.wallet(id), { accountId: id, balance: 0n, held: 0n, available: 0n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 0n, held: 0n, available: 0n, unrecoveredAt: null })
       t.same(await ledger.entries(id, { limit: 10 }), [])
       t.same(await ledger.openHolds(id), [])
     })
@@ -104,7 +104,7 @@ for (const backend of testBackends()) {
         UnknownAccountError
       )
       t.same(await ledgerFacts(store, id), before)
-      t.same(await ledger.wallet(other), { accountId: other, balance: 0n, held: 0n, available: 0n })
+      t.same(await ledger.wallet(other), { accountId: other, balance: 0n, held: 0n, available: 0n, unrecoveredAt: null })
     })
 
     t.test('hold admits exactly while available ≥ floor + amount (floor 0)', async (t) => {
@@ -116,7 +116,7 @@ for (const backend of testBackends()) {
       t.ok(exact.ok, 'exactly down to the floor')
       t.ok((await hold(id, 0n)).ok, 'a zero hold fits at the floor')
       t.same(await hold(id, 1n), { ok: false, error: 'insufficient_funds' })
-      t.same(await ledger.wallet(id), { accountId: id, balance: 1000n, held: 1000n, available: 0n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 1000n, held: 1000n, available: 0n, unrecoveredAt: null })
       const open = await ledger.openHolds(id)
       // Oldest first by (created_at, id): holds of one millisecond come in id order.
       t.same(open.map((h) => h.amount).sort(), [400n, 400n, 200n, 0n].sort())
@@ -140,12 +140,12 @@ for (const backend of testBackends()) {
     t.test('hold against a wallet that does not exist yet: balance 0', async (t) => {
       const id = await funded(0n)
       t.same(await hold(id, 1n), { ok: false, error: 'insufficient_funds' })
-      t.same(await ledger.wallet(id), { accountId: id, balance: 0n, held: 0n, available: 0n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 0n, held: 0n, available: 0n, unrecoveredAt: null })
       t.ok((await hold(id, 0n)).ok, 'a zero hold fits a zero balance')
       const credit = await funded(0n)
       t.ok((await hold(credit, 500n, -500n)).ok, 'a negative floor is a credit line')
       t.same(await hold(credit, 1n, -500n), { ok: false, error: 'insufficient_funds' })
-      t.same(await ledger.wallet(credit), { accountId: credit, balance: 0n, held: 500n, available: -500n })
+      t.same(await ledger.wallet(credit), { accountId: credit, balance: 0n, held: 500n, available: -500n, unrecoveredAt: null })
       await t.rejects(hold('acct_missing', 0n), UnknownAccountError)
       t.same(await hold('acct_missing', 10n), { ok: false, error: 'insufficient_funds' })
       const [zero, ten] = await Promise.allSettled([hold('acct_missing', 0n), hold('acct_missing', 10n)])
@@ -171,14 +171,16 @@ for (const backend of testBackends()) {
         posted: 1200n,
         released: 1800n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: false,
       })
-      t.same(await ledger.wallet(id), { accountId: id, balance: 8800n, held: 0n, available: 8800n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 8800n, held: 0n, available: 8800n, unrecoveredAt: null })
       const b = holdId(await hold(id, 500n))
       t.same(await ledger.settle({ holdId: b, amount: 900n, requestId: 'req-b' }), {
         posted: 900n,
         released: 0n,
         overage: 400n,
+        unrecovered: 0n,
         duplicate: false,
       }, 'a charge above the hold is posted in full, not capped')
       const c = holdId(await hold(id, 500n))
@@ -186,6 +188,7 @@ for (const backend of testBackends()) {
         posted: 0n,
         released: 500n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: false,
       })
       const exact = holdId(await hold(id, 700n))
@@ -193,9 +196,10 @@ for (const backend of testBackends()) {
         posted: 700n,
         released: 0n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: false,
       })
-      t.same(await ledger.wallet(id), { accountId: id, balance: 7200n, held: 0n, available: 7200n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 7200n, held: 0n, available: 7200n, unrecoveredAt: null })
       const charges = (await allEntries(store, id)).filter((e) => e.kind === 'charge')
       const charge = charges.find((e) => e.holdId === a)
       t.match(charge, { accountId: id, amount: -1200n, postingId: `post:${a}`, requestId: 'req-a', note: 'gpt: 12 tokens', overage: null })
@@ -215,11 +219,12 @@ for (const backend of testBackends()) {
         posted: 400n,
         released: 600n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: false,
       })
       t.same(await ledger.release(b), { released: 1000n, duplicate: false })
       const snapshot = await ledgerFacts(store, id)
-      const duplicate = { posted: 0n, released: 0n, overage: 0n, duplicate: true }
+      const duplicate = { posted: 0n, released: 0n, overage: 0n, unrecovered: 0n, duplicate: true }
       t.same(await ledger.settle({ holdId: a, amount: 400n, requestId: 'r' }), duplicate, 'settle twice')
       t.same(await ledger.settle({ holdId: a, amount: 999n, requestId: 'r' }), duplicate, 'settle again, other amount')
       t.same(await ledger.release(a), { released: 0n, duplicate: true }, 'release after settle')
@@ -237,31 +242,45 @@ for (const backend of testBackends()) {
       await consistent(t, id)
     })
 
-    t.test('an overage may take the balance below the floor; a hold still may not', async (t) => {
+    // The rule changed deliberately (issue 25): a charge above its hold used to be posted in full
+    // even below the floor (a 0.10 wallet reached −74.90). Now it is posted down to the account's
+    // bound, and the rest is recorded as unrecovered, not taken from the tenant.
+    t.test('an overage is posted down to the bound, never below; the rest is unrecovered', async (t) => {
       const id = await funded(1000n)
       const a = holdId(await hold(id, 900n, 100n))
       t.same(await ledger.settle({ holdId: a, amount: 1500n, requestId: 'over' }), {
-        posted: 1500n,
+        posted: 900n,
         released: 0n,
-        overage: 600n,
+        overage: 0n,
+        unrecovered: 600n,
         duplicate: false,
-      })
-      t.same(await ledger.wallet(id), { accountId: id, balance: -500n, held: 0n, available: -500n }, 'below the floor and below 0')
-      t.same(await hold(id, 0n, 100n), { ok: false, error: 'insufficient_funds' }, 'the next hold is refused at the floor')
-      t.same(await hold(id, 0n, 0n), { ok: false, error: 'insufficient_funds' }, 'and at a floor of 0')
-      t.ok((await hold(id, 500n, -1000n)).ok, 'a credit line of 1000 still admits what it covers')
-      t.same(await hold(id, 1n, -1000n), { ok: false, error: 'insufficient_funds' })
+      }, 'the hold took the wallet to its floor: nothing above it fits')
+      const wallet = await ledger.wallet(id)
+      t.equal(wallet.balance, 100n, 'the balance stops at the floor')
+      t.same(wallet.unrecoveredAt, clock.now(), 'the wallet records when a cost went unrecovered')
       const charge = (await allEntries(store, id)).find((e) => e.holdId === a)
-      t.match(charge, { kind: 'charge', amount: -1500n, overage: 600n, postingId: `post:${a}` })
+      t.match(charge, { kind: 'charge', amount: -900n, overage: null, unrecovered: 600n, postingId: `post:${a}` })
+      const b = await funded(1000n)
+      const over = holdId(await hold(b, 100n, 0n))
+      t.same(await ledger.settle({ holdId: over, amount: 1500n, requestId: 'over' }), {
+        posted: 1000n,
+        released: 0n,
+        overage: 900n,
+        unrecovered: 500n,
+        duplicate: false,
+      }, 'the part above the hold that the balance covers is posted as overage, the rest unrecovered')
+      t.equal((await ledger.wallet(b)).balance, 0n)
+      t.match((await allEntries(store, b)).find((e) => e.holdId === over), { amount: -1000n, overage: 900n, unrecovered: 500n })
       await consistent(t, id)
+      await consistent(t, b)
     })
 
     t.test('an overage is posted exactly once, retried or raced', async (t) => {
       const id = await funded(10_000n)
       const a = holdId(await hold(id, 100n))
-      t.same(await ledger.settle({ holdId: a, amount: 250n, requestId: 'r' }), { posted: 250n, released: 0n, overage: 150n, duplicate: false })
+      t.same(await ledger.settle({ holdId: a, amount: 250n, requestId: 'r' }), { posted: 250n, released: 0n, overage: 150n, unrecovered: 0n, duplicate: false })
       const snapshot = await ledgerFacts(store, id)
-      const duplicate = { posted: 0n, released: 0n, overage: 0n, duplicate: true }
+      const duplicate = { posted: 0n, released: 0n, overage: 0n, unrecovered: 0n, duplicate: true }
       t.same(await ledger.settle({ holdId: a, amount: 250n, requestId: 'r' }), duplicate, 'the same settle again')
       t.same(await ledger.settle({ holdId: a, amount: 9999n, requestId: 'r' }), duplicate, 'a bigger one')
       t.same(await ledger.release(a), { released: 0n, duplicate: true })
@@ -269,7 +288,7 @@ for (const backend of testBackends()) {
       const b = holdId(await hold(id, 100n))
       const raced = await Promise.all([1, 2, 3, 4].map(() => ledger.settle({ holdId: b, amount: 300n, requestId: 'r' })))
       t.equal(raced.filter((r) => !r.duplicate).length, 1, 'one of four concurrent settles posts')
-      t.same(raced.find((r) => !r.duplicate), { posted: 300n, released: 0n, overage: 200n, duplicate: false })
+      t.same(raced.find((r) => !r.duplicate), { posted: 300n, released: 0n, overage: 200n, unrecovered: 0n, duplicate: false })
       const ofB = (await allEntries(store, id)).filter((e) => e.holdId === b)
       t.same(ofB.map((e) => [e.amount, e.overage]), [[-300n, 200n]], 'one entry for the hold, overage included')
       t.equal((await ledger.wallet(id)).balance, 10_000n - 250n - 300n)
@@ -287,7 +306,7 @@ for (const backend of testBackends()) {
       const overages = charges.reduce((sum, c, i) => sum + (c > (amounts[i] ?? 0n) ? c - (amounts[i] ?? 0n) : 0n), 0n)
       t.same(results.map((r) => r.posted), charges, 'each settle posted its whole amount')
       t.equal(results.reduce((sum, r) => sum + r.overage, 0n), overages, 'the overages answered add up')
-      t.same(await ledger.wallet(id), { accountId: id, balance: 1_000_000n - charged, held: 0n, available: 1_000_000n - charged })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 1_000_000n - charged, held: 0n, available: 1_000_000n - charged, unrecoveredAt: null })
       const entries = await allEntries(store, id)
       t.equal(entries.reduce((sum, e) => sum + (e.overage ?? 0n), 0n), overages, 'the entries mark the same overages')
       await consistent(t, id)
@@ -304,7 +323,7 @@ for (const backend of testBackends()) {
         ledger.settle({ holdId: a, amount: 10n, requestId: 'r' }),
         ledger.settle({ holdId: 'hold_missing_too', amount: 10n, requestId: 'r' }),
       ])
-      t.same(known, { status: 'fulfilled', value: { posted: 10n, released: 0n, overage: 0n, duplicate: false } })
+      t.same(known, { status: 'fulfilled', value: { posted: 10n, released: 0n, overage: 0n, unrecovered: 0n, duplicate: false } })
       t.equal(unknown?.status, 'rejected', 'one unknown hold fails alone, not its batch')
     })
 
@@ -323,19 +342,21 @@ for (const backend of testBackends()) {
         posted: 0n,
         released: 2000n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: false,
       })
       t.equal(await ledger.reapExpired(), 1, 'reaped at its expiry instant')
       t.same(await ledger.openHolds(id), [
         { id: long, amount: 3000n, expiresAt: new Date(start + 5_000), requestId: 'req-3000' },
       ])
-      t.same(await ledger.wallet(id), { accountId: id, balance: 10_000n, held: 3000n, available: 7000n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 10_000n, held: 3000n, available: 7000n, unrecoveredAt: null })
       t.equal(await ledger.reapExpired(), 0, 'reaping again finds nothing')
       const snapshot = await ledgerFacts(store, id)
       t.same(await ledger.settle({ holdId: short, amount: 1000n, requestId: 'late' }), {
         posted: 0n,
         released: 0n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: true,
       }, 'a settle after the reaper posts nothing')
       t.same(await ledger.release(short), { released: 0n, duplicate: true })
@@ -344,9 +365,10 @@ for (const backend of testBackends()) {
         posted: 100n,
         released: 2900n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: false,
       }, 'an unexpired hold settles normally')
-      t.same(await ledger.wallet(id), { accountId: id, balance: 9900n, held: 0n, available: 9900n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 9900n, held: 0n, available: 9900n, unrecoveredAt: null })
       await consistent(t, id)
     })
 
@@ -364,6 +386,7 @@ for (const backend of testBackends()) {
         posted: 3000n,
         released: 1000n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: false,
       }, 'settled after its first expiry, the renewed hold posts in full')
       t.same(await ledger.renew(live, 1_000), { renewed: false, expiresAt: null }, 'a closed hold is not renewed')
@@ -379,7 +402,7 @@ for (const backend of testBackends()) {
       t.equal(await ledger.reapExpired(), 2, 'both are reaped: the late renewal changed nothing')
       t.same(await ledger.renew(reaped, 60_000), { renewed: false, expiresAt: null }, 'reaped')
       t.same(await ledger.openHolds(id), [])
-      t.same(await ledger.wallet(id), { accountId: id, balance: 10_000n, held: 0n, available: 10_000n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 10_000n, held: 0n, available: 10_000n, unrecoveredAt: null })
       await t.rejects(ledger.renew('hold_unknown', 1_000), UnknownHoldError)
       await t.rejects(ledger.renew(lapsed, 0), RangeError, 'ttl must be positive')
       await consistent(t, id)
@@ -391,7 +414,7 @@ for (const backend of testBackends()) {
       clock.advance(1_000)
       const counts = await Promise.all([1, 2, 3, 4].map(() => ledger.reapExpired()))
       t.equal(counts.reduce((a, b) => a + b, 0), 50)
-      t.same(await ledger.wallet(id), { accountId: id, balance: 1_000_000n, held: 0n, available: 1_000_000n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 1_000_000n, held: 0n, available: 1_000_000n, unrecoveredAt: null })
     })
 
     t.test('entries page newest first with a before cursor', async (t) => {
@@ -434,9 +457,10 @@ for (const backend of testBackends()) {
         posted: big - 5n,
         released: 2n,
         overage: 0n,
+        unrecovered: 0n,
         duplicate: false,
       })
-      t.same(await ledger.wallet(id), { accountId: id, balance: 12n, held: 0n, available: 12n })
+      t.same(await ledger.wallet(id), { accountId: id, balance: 12n, held: 0n, available: 12n, unrecoveredAt: null })
       await t.rejects(ledger.credit({ accountId: id, amount: big + 1n, kind: 'topup', postingId: 'too-big' }), RangeError)
       await consistent(t, id)
     })

@@ -1,6 +1,6 @@
 // For the gateway-nostore bound (targets.ts): the hot path's storage writes taken out, nothing
 // else. Holds, settles and releases are decided in memory by the same rule as the ledger
-// (balance − held − amount ≥ floor; post min(amount, hold) and release the rest), and the
+// (balance − held − amount ≥ floor; post up to the bound and release the rest), and the
 // request log writer's rows are validated and queued as usual, then dropped instead of
 // inserted. Every other store call goes to the real store. A measuring device, not a mode of
 // the gateway: a crash would lose every charge it made.
@@ -10,13 +10,15 @@ import type { RequestLogStore } from '../../plugins/store/request-log/types.js'
 
 /** An open hold; a closed one is forgotten (the gateway never closes a hold twice). */
 interface MemoryHold { accountId: string, amount: bigint, requestId: string, expiresAt: Date }
+/** A wallet as this ledger keeps it: `bound` is the floor of its latest admitted hold. */
+interface MemoryWallet { balance: bigint, held: bigint, bound: bigint | null }
 
 export class MemoryHotLedger implements LedgerStore {
   /** Charges posted (settles that posted more than 0) and their sum. */
   charges = 0
   spent = 0n
   private readonly holds = new Map<string, MemoryHold>()
-  private readonly balances = new Map<string, { balance: bigint, held: bigint }>()
+  private readonly balances = new Map<string, MemoryWallet>()
   private next = 0
 
   constructor (private readonly real: LedgerStore) {}
@@ -26,11 +28,11 @@ export class MemoryHotLedger implements LedgerStore {
     return this.holds.size
   }
 
-  private async walletOf (accountId: string): Promise<{ balance: bigint, held: bigint }> {
+  private async walletOf (accountId: string): Promise<MemoryWallet> {
     let w = this.balances.get(accountId)
     if (!w) {
       const real = await this.real.wallet(accountId)
-      w = this.balances.get(accountId) ?? { balance: real.balance, held: real.held }
+      w = this.balances.get(accountId) ?? { balance: real.balance, held: real.held, bound: null }
       this.balances.set(accountId, w)
     }
     return w
@@ -40,6 +42,7 @@ export class MemoryHotLedger implements LedgerStore {
     const w = await this.walletOf(input.accountId)
     if (w.balance - w.held - input.amount < input.floor) return { ok: false, error: 'insufficient_funds' }
     w.held += input.amount
+    w.bound = input.floor
     const holdId = `hold_mem${++this.next}`
     const expiresAt = new Date(Date.now() + input.ttlMs)
     this.holds.set(holdId, { accountId: input.accountId, amount: input.amount, requestId: input.requestId, expiresAt })
@@ -50,18 +53,21 @@ export class MemoryHotLedger implements LedgerStore {
     const h = this.holds.get(holdId)
     if (!h) throw new UnknownHoldError(holdId)
     this.holds.delete(holdId)
-    // A charge above the hold is posted in full (the part above is the overage), like the stores.
-    const posted = amount ?? 0n
-    const used = posted < h.amount ? posted : h.amount
     const w = this.balances.get(h.accountId)
     if (!w) throw new Error(`wallet of ${holdId} vanished`)
+    // Up to the hold plus the slack above the account's bound, like the stores.
+    const slack = w.balance - w.held - (w.bound ?? w.balance - w.held)
+    const most = h.amount + (slack > 0n ? slack : 0n)
+    const asked = amount ?? 0n
+    const posted = asked < most ? asked : most
+    const used = posted < h.amount ? posted : h.amount
     w.held -= h.amount
     w.balance -= posted
     if (posted > 0n) {
       this.charges++
       this.spent += posted
     }
-    return { posted, released: h.amount - used, overage: posted - used, duplicate: false }
+    return { posted, released: h.amount - used, overage: posted - used, unrecovered: asked - posted, duplicate: false }
   }
 
   async settle (input: Parameters<LedgerStore['settle']>[0]): Promise<SettleResult> {

@@ -47,3 +47,19 @@ export async function execSql (store: Store, sql: string): Promise<void> {
   if (store.backend.kind === 'sqlite') store.backend.db.exec(sql)
   else await store.backend.pool.query(sql)
 }
+
+/**
+ * The account's bound as the ledger keeps it (the floor of its latest admitted hold; null
+ * before any): what the tests hold the available balance against. Read from the wallet row,
+ * since the contract does not expose it.
+ */
+export async function storedBound (store: Store, accountId: string): Promise<bigint | null> {
+  const sql = 'SELECT bound FROM wallets WHERE account_id = $1'
+  if (store.backend.kind === 'sqlite') {
+    const row = store.backend.db.prepare<[string], { bound: bigint | null }>(sql.replace('$1', '?')).get(accountId)
+    return row?.bound ?? null
+  }
+  const { rows } = await store.backend.pool.query<{ bound: string | null }>(sql, [accountId])
+  const bound = rows[0]?.bound
+  return bound === undefined || bound === null ? null : BigInt(bound)
+}

@@ -88,6 +88,7 @@ interface EntryRow {
   request_id: string | null
   note: string | null
   overage: bigint | null
+  unrecovered: bigint | null
   created_at: Date
 }
 
@@ -110,6 +111,7 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
       const item = items[row.ord - 1] as HoldItem
       if (row.outcome === 'admitted') return { kind: 'done', value: { ok: true, holdId: item.holdId, expiresAt: item.expiresAt } }
       if (row.outcome === 'refused') return { kind: 'done', value: { ok: false, error: 'insufficient_funds' } }
+      if (row.outcome === 'topup_required') return { kind: 'done', value: { ok: false, error: 'topup_required' } }
       return { kind: 'retry' }
     })
     const noWallet = [...new Set(items.filter((_, i) => decided[i]?.outcome === 'no_wallet').map((i) => i.accountId))]
@@ -137,6 +139,8 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
       status: string | null
       amount: bigint | null
       posted_amount: bigint | null
+      overage: bigint | null
+      unrecovered: bigint | null
       known: boolean
     }>(pool, {
       name: 'ledger_settle_batch',
@@ -154,12 +158,15 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
       const item = items[row.ord - 1] as CloseItem
       if (row.status === null || row.amount === null) {
         if (!row.known) return { kind: 'failed', error: new UnknownHoldError(item.holdId) }
-        return { kind: 'done', value: { posted: 0n, released: 0n, overage: 0n, duplicate: true } }
+        return { kind: 'done', value: { posted: 0n, released: 0n, overage: 0n, unrecovered: 0n, duplicate: true } }
       }
-      // posted_amount is the part of the hold the charge used; the entry took the whole amount.
+      // posted_amount is the part of the hold the charge used; the entry posted it and the overage.
       const used = row.status === 'posted' ? (row.posted_amount ?? 0n) : 0n
-      const posted = row.status === 'posted' && item.amount !== null ? item.amount : 0n
-      return { kind: 'done', value: { posted, released: row.amount - used, overage: posted - used, duplicate: false } }
+      const overage = row.overage ?? 0n
+      return {
+        kind: 'done',
+        value: { posted: used + overage, released: row.amount - used, overage, unrecovered: row.unrecovered ?? 0n, duplicate: false }
+      }
     })
   }
 
@@ -179,25 +186,26 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
     if (caps === undefined) throw new Error('cappedHold without caps')
     return await inTransaction(pool, async (client) => {
       const now = ctx.clock.now()
-      let [wallet] = await rows<{ available: bigint }>(client, { name: 'ledger_cap_lock', text: LOCK_WALLET, values: [input.accountId] })
+      let [wallet] = await rows<{ available: bigint, blocked: boolean }>(client, { name: 'ledger_cap_lock', text: LOCK_WALLET, values: [input.accountId] })
       if (!wallet) {
         if (-input.amount < input.floor) return { ok: false, error: 'insufficient_funds' }
         const unknown = await rows<{ id: string }>(client, { text: CREATE_WALLETS, values: [[input.accountId], now] })
         if (unknown.length > 0) throw new UnknownAccountError(input.accountId)
-        ;[wallet] = await rows<{ available: bigint }>(client, { name: 'ledger_cap_lock', text: LOCK_WALLET, values: [input.accountId] })
+        ;[wallet] = await rows<{ available: bigint, blocked: boolean }>(client, { name: 'ledger_cap_lock', text: LOCK_WALLET, values: [input.accountId] })
         if (!wallet) throw new Error('wallet vanished during hold')
       }
       const periods = capPeriods(now.getTime(), caps.timezone)
       const usage = await rows<UsageRow>(client, { name: 'ledger_cap_usage', text: CAP_USAGE, values: [caps.keyId, periods.windowFrom, periods.imageDay] })
       const refused = capRefusal(caps, input.amount, usageOf(usage, periods))
       if (refused !== null) return { ok: false, error: 'cap', cap: refused }
+      if (wallet.blocked) return { ok: false, error: 'topup_required' }
       if (wallet.available - input.amount < input.floor) return { ok: false, error: 'insufficient_funds' }
       const holdId = ctx.ids('hold')
       const expiresAt = new Date(now.getTime() + input.ttlMs)
       await client.query({
         name: 'ledger_capped_hold',
         text: CAPPED_HOLD,
-        values: [holdId, input.accountId, input.amount.toString(), input.requestId, expiresAt, now, caps.keyId, periods.day, periods.imageDay, caps.images],
+        values: [holdId, input.accountId, input.amount.toString(), input.requestId, expiresAt, now, caps.keyId, periods.day, periods.imageDay, caps.images, input.floor.toString()],
       })
       return { ok: true, holdId, expiresAt }
     })
@@ -223,7 +231,8 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
           text: `WITH e AS (
               INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, note, created_at)
               VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (posting_id) DO NOTHING RETURNING amount)
-            UPDATE wallets w SET balance = w.balance + e.amount, updated_at = $7
+            UPDATE wallets w SET balance = w.balance + e.amount, updated_at = $7,
+              unrecovered_at = CASE WHEN $4 = 'topup' THEN NULL ELSE w.unrecovered_at END
             FROM e WHERE w.account_id = $2 RETURNING w.balance`,
           values: [ctx.ids('entry'), input.accountId, input.amount.toString(), input.kind, input.postingId, input.note ?? null, now],
         })
@@ -283,13 +292,13 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
     },
 
     async wallet (accountId) {
-      const [row] = await rows<{ balance: bigint; held: bigint }>(pool, {
-        text: 'SELECT balance, held FROM wallets WHERE account_id = $1',
+      const [row] = await rows<{ balance: bigint; held: bigint; unrecovered_at: Date | null }>(pool, {
+        text: 'SELECT balance, held, unrecovered_at FROM wallets WHERE account_id = $1',
         values: [accountId],
       })
       const balance = row?.balance ?? 0n
       const held = row?.held ?? 0n
-      return { accountId, balance, held, available: balance - held }
+      return { accountId, balance, held, available: balance - held, unrecoveredAt: row?.unrecovered_at ?? null }
     },
 
     async entries (accountId, { limit, before }) {
@@ -310,6 +319,7 @@ export function createPgLedgerStore (pool: Pool, ctx: StoreContext, opts: PgLedg
         requestId: row.request_id,
         note: row.note,
         overage: row.overage,
+        unrecovered: row.unrecovered,
         createdAt: row.created_at,
       }))
     },

@@ -30,6 +30,19 @@ type SqliteOp =
 interface WalletRow {
   balance: bigint
   held: bigint
+  /** The account's bound as stored (null: no hold admitted since migration 013). */
+  bound: bigint | null
+  unrecovered_at: bigint | null
+}
+
+/** A wallet as a batch holds it in memory. */
+interface BatchWallet extends WalletRow {
+  /**
+   * The bound its settles honour: the stored one, or the available balance read at the start
+   * of the batch when there is none or it is above that (no admitted hold can leave it there;
+   * then the settle posts at most its hold, and what earlier releases of the batch freed).
+   */
+  effective: bigint
 }
 
 interface HoldRow {
@@ -39,13 +52,16 @@ interface HoldRow {
   status: string
   request_id: string
   expires_at: bigint
+  cap_key_id: string | null
+  cap_day: string | null
+  cap_image_day: string | null
+  cap_images: bigint
 }
 
+/** The key-cap columns of a closed hold, and how it closed. */
 interface ClosedRow {
-  account_id: string
   amount: bigint
   status: 'released' | 'expired' | 'posted'
-  posted_amount: bigint | null
   cap_key_id: string | null
   cap_day: string | null
   cap_image_day: string | null
@@ -53,7 +69,7 @@ interface ClosedRow {
 }
 
 /** What a hold in a batch decided: null = held; else why not. */
-type HoldRefusal = 'insufficient_funds' | CapRefusal
+type HoldRefusal = 'insufficient_funds' | 'topup_required' | CapRefusal
 
 interface EntryRow {
   id: string
@@ -65,6 +81,7 @@ interface EntryRow {
   request_id: string | null
   note: string | null
   overage: bigint | null
+  unrecovered: bigint | null
   created_at: bigint
 }
 
@@ -90,22 +107,25 @@ function toEntry (row: EntryRow): LedgerEntry {
     requestId: row.request_id,
     note: row.note,
     overage: row.overage,
+    unrecovered: row.unrecovered,
     createdAt: new Date(Number(row.created_at)),
   }
 }
 
 export function createSqliteLedgerStore (db: Database, ctx: StoreContext): LedgerStore & { close(): Promise<void> } {
-  const walletOf = db.prepare<[string], WalletRow>('SELECT balance, held FROM wallets WHERE account_id = ?')
+  const walletOf = db.prepare<[string], WalletRow>('SELECT balance, held, bound, unrecovered_at FROM wallets WHERE account_id = ?')
   const ensureWallet = db.prepare<[string, number]>(
     'INSERT INTO wallets (account_id, balance, held, updated_at) VALUES (?, 0, 0, ?) ON CONFLICT (account_id) DO NOTHING'
   )
-  const insertEntry = db.prepare<[string, string, bigint, string, string, string | null, string | null, string | null, bigint | null, number]>(
-    `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, overage, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (posting_id) DO NOTHING`
+  const insertEntry = db.prepare<[string, string, bigint, string, string, string | null, string | null, string | null, bigint | null, bigint | null, number]>(
+    `INSERT INTO ledger_entries (id, account_id, amount, kind, posting_id, hold_id, request_id, note, overage, unrecovered, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (posting_id) DO NOTHING`
   )
   const entryByPosting = db.prepare<[string], EntryRow>('SELECT * FROM ledger_entries WHERE posting_id = ?')
-  const addBalance = db.prepare<[bigint, number, string], WalletRow>(
-    'UPDATE wallets SET balance = balance + ?, updated_at = ? WHERE account_id = ? RETURNING balance, held'
+  // A top-up (not a grant) clears the refusal an unrecovered overage set.
+  const addBalance = db.prepare<[bigint, string, number, string], WalletRow>(
+    `UPDATE wallets SET balance = balance + ?, unrecovered_at = CASE WHEN ? = 'topup' THEN NULL ELSE unrecovered_at END, updated_at = ?
+     WHERE account_id = ? RETURNING balance, held, bound, unrecovered_at`
   )
   const insertHold = db.prepare<[string, string, bigint, string, number, number]>(
     `INSERT INTO holds (id, account_id, amount, status, request_id, expires_at, created_at)
@@ -132,22 +152,15 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   )
   const resetUsage = db.prepare<[string]>('UPDATE key_usage SET used = 0 WHERE key_id = ? AND used <> 0')
   const holdById = db.prepare<[string], HoldRow>('SELECT * FROM holds WHERE id = ?')
-  const closeHold = db.prepare<[string, number, bigint | null, string]>(
-    "UPDATE holds SET status = ?, settled_at = ?, posted_amount = ? WHERE id = ? AND status = 'open'"
-  )
-  const closeOpen = db.prepare<{ amount: bigint | null, now: number, id: string }, ClosedRow>(
-    `UPDATE holds SET
-       status = CASE WHEN @amount IS NULL THEN 'released' WHEN expires_at <= @now THEN 'expired' ELSE 'posted' END,
-       settled_at = @now,
-       posted_amount = CASE WHEN @amount IS NULL OR expires_at <= @now THEN NULL ELSE MIN(@amount, amount) END
-     WHERE id = @id AND status = 'open'
-     RETURNING account_id, amount, status, posted_amount, cap_key_id, cap_day, cap_image_day, cap_images`
+  const closeHold = db.prepare<{ id: string, status: string, now: number, used: bigint | null, overage: bigint | null, unrecovered: bigint | null }>(
+    `UPDATE holds SET status = @status, settled_at = @now, posted_amount = @used, overage = @overage, unrecovered = @unrecovered
+     WHERE id = @id AND status = 'open'`
   )
   const moveHeld = db.prepare<[bigint, bigint, number, string]>(
     'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?'
   )
-  const setWallet = db.prepare<[bigint, bigint, number, string]>(
-    'UPDATE wallets SET balance = ?, held = ?, updated_at = ? WHERE account_id = ?'
+  const setWallet = db.prepare<[bigint, bigint, bigint | null, bigint | null, number, string]>(
+    'UPDATE wallets SET balance = ?, held = ?, bound = ?, unrecovered_at = ?, updated_at = ? WHERE account_id = ?'
   )
   // Only an open hold whose expiry is still ahead moves, and never backwards. It runs outside
   // the group-committed batches: one row, and no wallet changes.
@@ -156,7 +169,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
      WHERE id = @id AND status = 'open' AND expires_at > @now
      RETURNING expires_at`
   )
-  const dueHolds = db.prepare<[number], HoldRow & ClosedRow>(
+  const dueHolds = db.prepare<[number], HoldRow>(
     "SELECT * FROM holds WHERE status = 'open' AND expires_at <= ? ORDER BY expires_at"
   )
   const page = db.prepare<[string, string | null, string | null, number], EntryRow>(
@@ -172,7 +185,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     (input: Parameters<LedgerStore['credit']>[0], now: number): { balance: bigint; duplicate: boolean } => {
       creatingWallet(input.accountId, () => ensureWallet.run(input.accountId, now))
       const inserted = insertEntry.run(
-        ctx.ids('entry'), input.accountId, input.amount, input.kind, input.postingId, null, null, input.note ?? null, null, now
+        ctx.ids('entry'), input.accountId, input.amount, input.kind, input.postingId, null, null, input.note ?? null, null, null, now
       )
       if (inserted.changes === 0) {
         const existing = entryByPosting.get(input.postingId)
@@ -180,7 +193,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
         checkSameCredit(input.postingId, { accountId: existing.account_id, amount: existing.amount, kind: existing.kind }, input)
         return { balance: walletOf.get(input.accountId)?.balance ?? 0n, duplicate: true }
       }
-      const wallet = addBalance.get(input.amount, now, input.accountId)
+      const wallet = addBalance.get(input.amount, input.kind, now, input.accountId)
       if (!wallet) throw new Error('wallet vanished during credit')
       return { balance: wallet.balance, duplicate: false }
     }
@@ -195,14 +208,17 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   // first read to its commit, so the result is the same as one UPDATE per call, for one
   // statement per wallet instead of one per call.
   /** The wallets of one batch, as read at its start and changed by its calls so far. */
-  interface Wallets { rows: Map<string, WalletRow>, changed: Set<string> }
+  interface Wallets { rows: Map<string, BatchWallet>, changed: Set<string> }
 
   /** The account's wallet in this batch (read on first use), to be written back at its end. */
-  const walletIn = (wallets: Wallets, accountId: string): WalletRow | undefined => {
+  const walletIn = (wallets: Wallets, accountId: string): BatchWallet | undefined => {
     let wallet = wallets.rows.get(accountId)
     if (!wallet) {
-      wallet = walletOf.get(accountId)
-      if (wallet) wallets.rows.set(accountId, wallet)
+      const row = walletOf.get(accountId)
+      if (!row) return undefined
+      const available = row.balance - row.held
+      wallet = { ...row, effective: row.bound === null || row.bound > available ? available : row.bound }
+      wallets.rows.set(accountId, wallet)
     }
     return wallet
   }
@@ -221,11 +237,15 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
       // No wallet row is a balance of 0; it is created only when the hold fits anyway.
       if (-input.amount < input.floor) return 'insufficient_funds'
       creatingWallet(input.accountId, () => ensureWallet.run(input.accountId, now))
-      wallet = { balance: 0n, held: 0n }
+      wallet = { balance: 0n, held: 0n, bound: null, unrecovered_at: null, effective: 0n }
       wallets.rows.set(input.accountId, wallet)
     }
+    if (wallet.unrecovered_at !== null) return 'topup_required'
     if (wallet.balance - wallet.held - input.amount < input.floor) return 'insufficient_funds'
     wallet.held += input.amount
+    // Admitted: balance − held ≥ floor now, so the account's settles may go down to it.
+    wallet.bound = input.floor
+    wallet.effective = input.floor
     wallets.changed.add(input.accountId)
     if (caps === undefined || periods === undefined) {
       insertHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now)
@@ -249,42 +269,57 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   }
 
   /**
-   * Closes one open hold; `amount` null releases it. One UPDATE decides and records how the
-   * hold ends (released, expired, or posted, recording the part of the hold it used); only
-   * when it changed nothing is the hold read, to tell an unknown hold from a closed one. A
-   * posted amount above the hold goes into the same charge entry, marked as its overage: no
-   * extra statement, whether or not there is one.
+   * Closes one open hold; `amount` null releases it. The hold is read first (one lookup by its
+   * key; a missing or closed one changes nothing), then the charge is decided against the
+   * account's wallet as this batch has it: at most the hold plus the wallet's slack above its
+   * bound, so the other open holds stay backed. One UPDATE records how the hold ended (with
+   * the part of it the charge used, the overage and the unrecovered part); one insert writes
+   * the charge entry.
    */
   const close = (wallets: Wallets, holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
-    const row = closeOpen.get({ amount, now, id: holdId })
-    if (!row) {
-      if (!holdById.get(holdId)) throw new UnknownHoldError(holdId)
-      return { posted: 0n, released: 0n, overage: 0n, duplicate: true }
-    }
-    // posted_amount is min(amount, hold): the part of the hold the charge used.
-    const used = row.posted_amount ?? 0n
-    const posted = row.status === 'posted' && amount !== null ? amount : 0n
-    const overage = posted - used
-    if (row.status === 'posted') {
-      insertEntry.run(
-        ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note,
-        overage > 0n ? overage : null, now
-      )
-    }
+    const row = holdById.get(holdId)
+    if (!row) throw new UnknownHoldError(holdId)
+    if (row.status !== 'open') return { posted: 0n, released: 0n, overage: 0n, unrecovered: 0n, duplicate: true }
     // A hold's account always has a wallet row (holds reference it).
     const wallet = walletIn(wallets, row.account_id)
     if (!wallet) throw new Error(`wallet of hold ${holdId} vanished`)
+    const status = amount === null ? 'released' : BigInt(now) >= row.expires_at ? 'expired' : 'posted'
+    let posted = 0n
+    let unrecovered = 0n
+    if (status === 'posted' && amount !== null) {
+      const slack = wallet.balance - wallet.held - wallet.effective
+      const most = row.amount + (slack > 0n ? slack : 0n)
+      posted = amount < most ? amount : most
+      unrecovered = amount - posted
+    }
+    const used = posted < row.amount ? posted : row.amount
+    const overage = posted - used
+    closeHold.run({
+      id: holdId,
+      status,
+      now,
+      used: status === 'posted' ? used : null,
+      overage: overage > 0n ? overage : null,
+      unrecovered: unrecovered > 0n ? unrecovered : null,
+    })
+    if (status === 'posted') {
+      insertEntry.run(
+        ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note,
+        overage > 0n ? overage : null, unrecovered > 0n ? unrecovered : null, now
+      )
+    }
     wallet.held -= row.amount
     wallet.balance -= posted
+    if (unrecovered > 0n) wallet.unrecovered_at = BigInt(now)
     wallets.changed.add(row.account_id)
-    unreserve(row, posted)
-    return { posted, released: row.amount - used, overage, duplicate: false }
+    unreserve({ ...row, status }, posted)
+    return { posted, released: row.amount - used, overage, unrecovered, duplicate: false }
   }
 
   const reap = db.transaction((now: number): number => {
     const due = dueHolds.all(now)
     for (const row of due) {
-      closeHold.run('expired', now, null, row.id)
+      closeHold.run({ id: row.id, status: 'expired', now, used: null, overage: null, unrecovered: null })
       moveHeld.run(row.amount, 0n, now, row.account_id)
       unreserve({ ...row, status: 'expired' }, 0n)
     }
@@ -308,7 +343,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     const at = ops.reduce((latest, op) => Math.max(latest, op.at), 0)
     for (const accountId of wallets.changed) {
       const wallet = wallets.rows.get(accountId)
-      if (wallet) setWallet.run(wallet.balance, wallet.held, at, accountId)
+      if (wallet) setWallet.run(wallet.balance, wallet.held, wallet.bound, wallet.unrecovered_at, at, accountId)
     }
     return outcomes
   })
@@ -330,7 +365,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
       const at = now()
       const holdId = ctx.ids('hold')
       const refused = await batches.submit({ kind: 'hold', input, at, holdId }) as HoldRefusal | null
-      if (refused === 'insufficient_funds') return { ok: false, error: 'insufficient_funds' }
+      if (refused === 'insufficient_funds' || refused === 'topup_required') return { ok: false, error: refused }
       if (refused !== null) return { ok: false, error: 'cap', cap: refused }
       return { ok: true, holdId, expiresAt: new Date(at + input.ttlMs) }
     },
@@ -363,7 +398,8 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
       const row = walletOf.get(accountId)
       const balance = row?.balance ?? 0n
       const held = row?.held ?? 0n
-      return { accountId, balance, held, available: balance - held }
+      const at = row?.unrecovered_at ?? null
+      return { accountId, balance, held, available: balance - held, unrecoveredAt: at === null ? null : new Date(Number(at)) }
     },
 
     async entries (accountId, { limit, before }) {

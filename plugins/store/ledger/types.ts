@@ -1,9 +1,20 @@
 import type { CapRefusal, HoldCaps } from './caps.js'
 // The wallet ledger contract. A billable request places a hold for its worst-case
-// cost, then settles: the actual cost is posted and the rest of the hold released. A cost
-// above the hold is posted in full (the part above is the charge's overage), even when that
-// takes the balance below the floor: the floor bounds what a hold may reserve, not what a
-// served request costs.
+// cost, then settles: the actual cost is posted and the rest of the hold released.
+//
+// The account is bounded: its balance never goes below its bound (the `floor` its holds are
+// given: wallet.floor − the overdraft of its tier), whatever the concurrency and however many
+// stores share the database. A hold is admitted only when balance − held − amount stays at or
+// above the bound. A settle posts the cost asked for up to what the account can pay without
+// touching its other open holds' reservations: with balance B and held H (this hold h
+// included) just before it, at most B − (H − h) − bound, which is never less than h. A cost
+// above the hold that fits is posted in full (its `overage`); what does not fit is the
+// settle's `unrecovered` part, recorded and not posted (the operator's loss), and the wallet
+// then refuses every hold until a top-up credit (not a grant) clears it.
+//
+// The bound an account's settles honour is the one its latest admitted hold was checked
+// against (kept on the wallet row): a new overdraft or floor takes effect at the next hold
+// admitted, and a bound raised by that hold still leaves every open hold fully backed.
 // A hold may carry the key's caps (caps.ts): they are checked and reserved in the hold's own
 // transaction, and given back (or moved to used) by the settle, release or expiry.
 // SQLite and PostgreSQL implement it and pass the same contract tests (test/store-ledger*.test.ts).
@@ -14,17 +25,29 @@ export interface WalletState {
   held: bigint
   /** balance - held */
   available: bigint
+  /**
+   * When a settle last left part of a cost unrecovered; while set, every hold is refused
+   * ('topup_required') until a top-up credit. Null otherwise.
+   */
+  unrecoveredAt: Date | null
 }
 
 export type HoldResult =
   | { ok: true; holdId: string; expiresAt: Date }
   | { ok: false; error: 'insufficient_funds' }
+  /** A settle of this account left a cost unrecovered since its last top-up: no hold, not even of 0. */
+  | { ok: false; error: 'topup_required' }
   /** A cap of the key (input.caps) would be exceeded: nothing was held or reserved. */
   | { ok: false; error: 'cap'; cap: CapRefusal }
 
 export interface HoldInput {
   accountId: string
   amount: bigint
+  /**
+   * The account's bound: the lowest balance it may reach (wallet.floor − the overdraft of its
+   * tier). The hold is checked against it, and once admitted it becomes the bound of the
+   * account's settles.
+   */
   floor: bigint
   requestId: string
   ttlMs: number
@@ -55,6 +78,11 @@ export interface LedgerEntry {
   note: string | null
   /** Charges only: the part of the charge above its hold (positive), null when it fit. */
   overage: bigint | null
+  /**
+   * Charges only: the part of the cost asked for that the account's bound left unposted
+   * (positive; not in `amount`), null when the whole cost was posted.
+   */
+  unrecovered: bigint | null
   createdAt: Date
 }
 
@@ -73,19 +101,26 @@ export interface RenewResult {
 }
 
 export interface SettleResult {
-  /** Charged by this call: the whole amount asked for; 0 when the hold had expired or was already closed. */
+  /**
+   * Charged by this call: the amount asked for, up to the account's bound (see above); 0 when
+   * the hold had expired or was already closed. posted + unrecovered = the amount asked for,
+   * whenever the hold posted.
+   */
   posted: bigint
   /** Returned to the available balance by this call: the hold less the part the charge used. */
   released: bigint
-  /** The part of `posted` above the hold (0 when the charge fit in it). */
+  /** The part of `posted` above the hold (0 when the charge fit in it): recovered all the same. */
   overage: bigint
+  /** The part of the amount asked for that was not posted, the bound being reached (0 when none). */
+  unrecovered: bigint
   /** The hold was already closed (posted, released or expired) before this call: nothing changed. */
   duplicate: boolean
 }
 
 export interface LedgerStore {
   /**
-   * Credits the wallet (creates it on first use). `postingId` is unique: a retried credit with
+   * Credits the wallet (creates it on first use). A top-up (not a grant) also clears the
+   * wallet's unrecoveredAt, so holds are admitted again. `postingId` is unique: a retried credit with
    * the same id changes nothing and answers duplicate: true. Reusing a postingId for a different
    * account, amount or kind throws (it is a caller bug, not a retry). Unknown account: throws.
    */
@@ -97,16 +132,21 @@ export interface LedgerStore {
     note?: string
   }): Promise<{ balance: bigint; duplicate: boolean }>
   /**
-   * Atomically reserves `amount` unless that would take (balance − held − amount) below `floor`.
-   * No wallet row = balance 0. The hold expires `ttlMs` after the store clock's now.
+   * Atomically reserves `amount` unless that would take (balance − held − amount) below `floor`
+   * (insufficient_funds), or the wallet's unrecoveredAt is set (topup_required, whatever the
+   * amount). An admitted hold makes `floor` the account's bound. No wallet row = balance 0.
+   * The hold expires `ttlMs` after the store clock's now.
    */
   hold(input: HoldInput): Promise<HoldResult>
   /**
-   * Posts `amount` as one charge entry with postingId `post:<holdId>` and releases what is left
-   * of the hold. An amount above the hold is posted in full, whatever the balance and floor:
-   * the entry's `overage` marks the part above the hold. A hold whose expiry has passed posts
-   * nothing (it is released as expired, whether the reaper got to it or not). Exactly once: a
-   * second settle/release answers duplicate: true and changes nothing. Unknown hold: throws.
+   * Posts `amount`, up to the account's bound, as one charge entry with postingId
+   * `post:<holdId>` and releases what is left of the hold. With balance B and held H (this
+   * hold h included) just before it, at most the larger of h (reserved already) and
+   * B − (H − h) − bound is posted: the other open holds stay backed. The entry's `overage` marks the posted part above the
+   * hold, its `unrecovered` the part not posted; the hold row records both, and an unrecovered
+   * part sets the wallet's unrecoveredAt. A hold whose expiry has passed posts nothing (it is
+   * released as expired, whether the reaper got to it or not). Exactly once: a second
+   * settle/release answers duplicate: true and changes nothing. Unknown hold: throws.
    */
   settle(input: { holdId: string; amount: bigint; requestId: string; note?: string }): Promise<SettleResult>
   /**
