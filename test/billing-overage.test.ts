@@ -2,13 +2,16 @@
 // PostgreSQL, with the OpenAI SDK as the client. The regression: a 258-byte chat body with two
 // image URLs was held 0.000655, the upstream reported 200,000 input tokens, and the charge was
 // silently capped at the hold. Now the hold counts the two URL items at the catalogue's
-// `url_media_item` price, and whatever the upstream reports above the hold is posted in full,
-// marked as overage on the request log row and the charge entry, even below the floor.
+// `url_media_item` price, and what the upstream reports above the hold is posted down to the
+// account's bound (wallet floor − tier overdraft), never below: the rest is the operator's
+// unrecovered loss, on the request log row, the charge entry, a metric and one log line, and
+// the account refuses requests until it is topped up (issue 25).
+import { Writable } from 'node:stream'
 import { OpenAI } from 'openai'
 import t from 'tap'
 import { adminClient, expectedCost, ledgerState, nanos, priceOf, settledRow } from './helpers/billing.js'
 import { capturingFetch } from './helpers/capture-fetch.js'
-import { startTestGateway, type Backend } from './helpers/gateway.js'
+import { startTestGateway, UNREACHED_LIMIT, type Backend } from './helpers/gateway.js'
 import { modelOf, readRepoConfig } from './helpers/test-config.js'
 
 const MODEL = 'openai/gpt-4o'
@@ -40,20 +43,30 @@ const price = priceOf(MODEL)
 /** 258 input tokens (one per body byte) and 1 output token, plus two URL items. */
 const HOLD = expectedCost(price, { inputTokens: 258, outputTokens: 1 }) + 2n * urlMediaItem(MODEL)
 const CHARGE = expectedCost(price, { inputTokens: MEDIA_INPUT_TOKENS, outputTokens: 1 })
+const CREDIT = nanos('0.10')
+
+/** Lines a gateway's logger wrote, parsed. */
+function logCapture (): { stream: Writable, lines: () => Array<Record<string, unknown>>, text: () => string } {
+  const chunks: string[] = []
+  const stream = new Writable({ write (chunk: Buffer, _enc, done) { chunks.push(chunk.toString('utf8')); done() } })
+  const text = (): string => chunks.join('')
+  return { stream, text, lines: () => text().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>) }
+}
 
 t.test('the figures of the issue', async (t) => {
   t.equal(expectedCost(price, { inputTokens: 258, outputTokens: 1 }), nanos('0.000655'), 'without the URL items the hold was 0.000655')
   t.ok(CHARGE > HOLD, `the reported charge ${CHARGE} is above even the new hold ${HOLD}`)
+  t.ok(CHARGE > CREDIT, 'and above the whole wallet of 0.10')
 })
 
 for (const backend of ['sqlite', 'pg'] as Backend[]) {
-  t.test(`a charge above its hold is posted in full, marked overage (${backend})`, async (t) => {
-    // 0.10 covers the hold (≈ 0.008) but not the charge (≈ 0.50): the overage goes below the floor of 0.
-    const gw = await startTestGateway({ backend, credit: '0.10', server: { adminToken: ADMIN_TOKEN } })
+  t.test(`a charge above its hold is posted down to the bound, the rest unrecovered and reported (${backend})`, async (t) => {
+    const logs = logCapture()
+    // 0.10 covers the hold (≈ 0.008) but not the charge (≈ 0.50); the bound is the floor of 0.
+    const gw = await startTestGateway({ backend, credit: '0.10', server: { adminToken: ADMIN_TOKEN, logger: { level: 'info', stream: logs.stream } } })
     t.teardown(() => gw.close())
     const cap = capturingFetch()
     const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0, fetch: cap.fetch })
-    const before = (await gw.services.store.ledger.wallet(gw.account.id)).balance
 
     const r = await openai.chat.completions.create(BODY, { headers: { 'x-mock-input-tokens': String(MEDIA_INPUT_TOKENS) } })
     t.equal(r.usage?.prompt_tokens, MEDIA_INPUT_TOKENS, 'the upstream reported 200,000 input tokens')
@@ -63,34 +76,46 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const requestId = cap.last().response?.headers.get('x-request-id') ?? ''
     const row = await settledRow(gw, requestId)
     t.equal(row.held, HOLD, 'the hold counted both URL items at url_media_item')
-    t.equal(row.cost, CHARGE, 'the whole reported cost is charged, not capped at the hold')
-    t.equal(row.overage, CHARGE - HOLD, 'the row is marked with the part above the hold')
+    t.equal(row.cost, CREDIT, 'posted: the whole wallet down to the bound of 0, no more')
+    t.equal(row.overage, CREDIT - HOLD, 'the posted part above the hold is the overage')
+    t.equal(row.unrecovered, CHARGE - CREDIT, 'the rest of the reported cost is unrecovered')
     t.equal(row.billingStatus, 'BILLED')
     t.equal(row.usageReported, true)
 
     const ledger = await ledgerState(gw)
-    t.equal(ledger.balance, before - CHARGE, 'balance = before − charge, exactly')
-    t.ok(ledger.balance < 0n, 'below the floor of 0: the overage is posted all the same')
+    t.equal(ledger.balance, 0n, 'the balance stops at the bound')
     t.equal(ledger.charges.length, 1, 'one charge entry')
-    t.equal(ledger.charges[0]?.amount, -CHARGE)
-    t.equal(ledger.charges[0]?.overage, CHARGE - HOLD, 'the charge entry marks the same overage')
+    t.match(ledger.charges[0], { amount: -CREDIT, overage: CREDIT - HOLD, unrecovered: CHARGE - CREDIT }, 'the charge entry is the receipt: posted, overage, unrecovered')
     t.equal(ledger.held, 0n, 'nothing left held')
-    t.equal(ledger.openHolds, 0)
     t.equal(ledger.entriesSum, ledger.balance, 'entries sum to the balance')
 
     const admin = adminClient(gw, ADMIN_TOKEN)
-    const listed = await admin<{ data: Array<{ request_id: string, cost: string, held: string, overage: string | null }> }>('GET', `/requests?account_id=${gw.account.id}`)
+    const listed = await admin<{ data: Array<{ request_id: string, cost: string, held: string, overage: string | null, unrecovered: string | null }> }>('GET', `/requests?account_id=${gw.account.id}`)
     const view = listed.json.data.find((d) => d.request_id === requestId)
-    t.match(view, { cost: '0.50001', held: '0.008055', overage: '0.491955' }, 'the admin request listing shows the overage')
+    t.match(view, { cost: '0.10', held: '0.008055', overage: '0.091945', unrecovered: '0.40001' }, 'the admin request listing shows both')
 
-    // Below the floor, the next request is refused before anything is sent, and billed nothing.
+    const reported = logs.lines().filter((l) => typeof l.msg === 'string' && l.msg.startsWith('unrecovered overage'))
+    t.equal(reported.length, 1, 'one log line')
+    t.match(reported[0], { level: 40, requestId, reported: '0.50001', posted: '0.10', unrecovered: '0.40001', model: MODEL }, 'warn level, naming the request and the amounts')
+    t.notOk(logs.text().includes(gw.key), 'no key in the log')
+    t.notOk(logs.text().includes('Compare all'), 'no prompt in the log')
+    const metrics = await gw.app.gatewayMetrics?.registry.metrics() ?? ''
+    t.match(metrics, /^gateway_unrecovered_overages_total 1$/m, 'the count metric')
+    t.match(metrics, /^gateway_unrecovered_overage_total 0\.40001$/m, 'the amount metric, in currency units')
+
+    // Refused until a top-up, before anything is sent: a grant does not unlock it.
+    const small = { model: MODEL, max_tokens: 1, messages: [{ role: 'user' as const, content: 'hi' }] }
+    const refusedAfter = async (): Promise<unknown> => await openai.chat.completions.create(small).then(() => null, (err: unknown) => err)
+    t.equal((await admin('POST', `/accounts/${gw.account.id}/credits`, { amount: '5.00', kind: 'grant' })).status, 200, 'a grant of 5.00')
     const calls = gw.mock.calls.length
-    const refused = await openai.chat.completions.create({ model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] })
-      .then(() => null, (err: unknown) => err)
-    t.match(refused, { status: 402 }, 'BILLING_INSUFFICIENT_CREDITS below the floor')
-    t.match(refused, { error: { code: 'BILLING_INSUFFICIENT_CREDITS' } })
+    t.match(await refusedAfter(), { status: 402, error: { code: 'BILLING_INSUFFICIENT_CREDITS' } }, 'refused despite the grant')
     t.equal(gw.mock.calls.length, calls, 'not forwarded')
-    t.equal((await gw.services.store.ledger.wallet(gw.account.id)).balance, before - CHARGE, 'nothing more billed')
+    const wallet = await admin<{ balance: string, unrecovered_at: string | null, overdraft: string }>('GET', `/accounts/${gw.account.id}/wallet`)
+    t.match(wallet.json, { balance: '5.00', overdraft: '0.00', unrecovered_at: /^\d{4}-/ }, 'the wallet view says why')
+    await admin('POST', `/accounts/${gw.account.id}/credits`, { amount: '0.01', kind: 'topup' })
+    const served = await openai.chat.completions.create(small)
+    t.ok(served.id, 'a top-up unlocks it')
+    t.equal((await admin<{ unrecovered_at: string | null }>('GET', `/accounts/${gw.account.id}/wallet`)).json.unrecovered_at, null)
   })
 
   t.test(`the hold includes the URL items: a wallet that covers the old hold only is refused (${backend})`, async (t) => {
@@ -110,6 +135,19 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     t.equal(ledger.charges[0]?.overage, null, 'a charge within its hold is not marked')
   })
 }
+
+t.test('the tier\'s overdraft lowers the bound: a charge is posted down to floor − overdraft', async (t) => {
+  const tiers = { free: { rank: 0, requests_per_minute: UNREACHED_LIMIT, concurrent_streams: UNREACHED_LIMIT, overdraft: '0.05' } }
+  const gw = await startTestGateway({ credit: '0.10', limits: { default_tier: 'free', tiers } })
+  t.teardown(() => gw.close())
+  const cap = capturingFetch()
+  const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0, fetch: cap.fetch })
+  await openai.chat.completions.create(BODY, { headers: { 'x-mock-input-tokens': String(MEDIA_INPUT_TOKENS) } })
+  const row = await settledRow(gw, cap.last().response?.headers.get('x-request-id') ?? '')
+  t.equal(row.cost, nanos('0.15'), 'posted 0.10 and the 0.05 overdraft')
+  t.equal(row.unrecovered, CHARGE - nanos('0.15'))
+  t.equal((await gw.services.store.ledger.wallet(gw.account.id)).balance, -nanos('0.05'), 'the balance stops at −0.05')
+})
 
 t.test('an estimate above the hold is not an overage: the hold bounds what the gateway counted', async (t) => {
   const gw = await startTestGateway({ credit: '1.00' })

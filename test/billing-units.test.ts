@@ -241,7 +241,7 @@ t.test('cached input tokens are billed at the cached price', async (t) => {
   })
 })
 
-t.test('a believable report above the hold is posted in full, the excess marked as overage', async (t) => {
+t.test('a believable report above the hold is posted down to the bound, the excess above the hold marked as overage, the rest unrecovered', async (t) => {
   const provider = await cachingProvider()
   t.teardown(provider.close)
   // The provider's over-report switch is a request header: allowed upstream for this test only.
@@ -257,15 +257,18 @@ t.test('a believable report above the hold is posted in full, the excess marked 
   const price = priceOf('openai/gpt-4o')
   const full = expectedCost(price, { inputTokens: 12, outputTokens: 900_000_000 })
   t.ok(row.held !== null && row.held < full, `held ${String(row.held)} < reported cost ${full}`)
-  t.equal(row.cost, full, 'the whole reported cost is charged, not capped at the hold')
-  t.equal(row.overage, full - (row.held ?? 0n), 'the row marks the part above the hold')
-  t.equal(before - await balance(g), full, 'the wallet went down by the whole cost, below its floor of 0')
+  t.ok(full > before, 'the reported cost is above the whole wallet')
+  t.equal(row.cost, before, 'the whole wallet is charged, down to the floor of 0, not capped at the hold')
+  t.equal(row.overage, before - (row.held ?? 0n), 'the row marks the posted part above the hold')
+  t.equal(row.unrecovered, full - before, 'and the part beyond the floor as unrecovered')
+  t.equal(await balance(g), 0n, 'the wallet stops at its floor of 0')
   t.equal(row.usageReported, true, 'the numbers were believable, so reported')
   t.equal(row.billingStatus, 'BILLED')
   const ledger = await ledgerState(g)
-  t.equal(ledger.charged, full, 'one charge of the whole cost')
+  t.equal(ledger.charged, before, 'one charge of what the wallet had')
   t.equal(ledger.charges.length, 1)
-  t.equal(ledger.charges[0]?.overage, full - (row.held ?? 0n), 'the charge entry marks the same overage')
+  t.equal(ledger.charges[0]?.overage, before - (row.held ?? 0n), 'the charge entry marks the same overage')
+  t.equal(ledger.charges[0]?.unrecovered, full - before, 'and the same unrecovered part')
   t.equal(ledger.openHolds, 0, 'no open hold')
   t.equal(ledger.entriesSum, ledger.balance, 'entries sum to the balance')
 })

@@ -31,6 +31,7 @@ function row (requestId: string, i = 0, fields: Partial<RequestLogRow> = {}): Re
     holdId: `hold-${requestId}`,
     postingId: `post-${requestId}`,
     overage: null,
+    unrecovered: null,
     billingStatus: 'BILLED',
     overheadMs: 0.8,
     upstreamMs: 100,

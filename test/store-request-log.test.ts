@@ -9,7 +9,7 @@ const T0 = Date.parse('2030-01-01T00:00:00.000Z')
 type RowField =
   | 'requestId' | 'accountId' | 'keyId' | 'route' | 'operation' | 'requestedModel' | 'answeredModel'
   | 'status' | 'outcome' | 'errorCode' | 'stream' | 'usage' | 'usageReported' | 'cost' | 'held'
-  | 'holdId' | 'postingId' | 'overage' | 'billingStatus' | 'overheadMs' | 'upstreamMs' | 'totalMs' | 'createdAt'
+  | 'holdId' | 'postingId' | 'overage' | 'unrecovered' | 'billingStatus' | 'overheadMs' | 'upstreamMs' | 'totalMs' | 'createdAt'
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 type KeyLikeField = 'key' | 'apiKey' | 'plaintext' | 'secret' | 'token' | 'authorization' | 'sealedKey' | 'lookupHash'
 const exactFields: Same<keyof RequestLogRow, RowField> = true
@@ -18,12 +18,12 @@ const noKeyField: [Extract<keyof RequestLogRow, KeyLikeField>] extends [never] ?
 const ROW_FIELDS: RowField[] = [
   'requestId', 'accountId', 'keyId', 'route', 'operation', 'requestedModel', 'answeredModel',
   'status', 'outcome', 'errorCode', 'stream', 'usage', 'usageReported', 'cost', 'held',
-  'holdId', 'postingId', 'overage', 'billingStatus', 'overheadMs', 'upstreamMs', 'totalMs', 'createdAt',
+  'holdId', 'postingId', 'overage', 'unrecovered', 'billingStatus', 'overheadMs', 'upstreamMs', 'totalMs', 'createdAt',
 ]
 const COLUMNS = [
   'request_id', 'account_id', 'key_id', 'route', 'operation', 'requested_model', 'answered_model',
   'status', 'outcome', 'error_code', 'stream', 'usage', 'usage_reported', 'cost', 'held',
-  'hold_id', 'posting_id', 'overage', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
+  'hold_id', 'posting_id', 'overage', 'unrecovered', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
 ]
 
 function row (requestId: string, fields: Partial<RequestLogRow> = {}): RequestLogRow {
@@ -46,6 +46,7 @@ function row (requestId: string, fields: Partial<RequestLogRow> = {}): RequestLo
     holdId: 'hold_1',
     postingId: 'post_1',
     overage: null,
+    unrecovered: null,
     billingStatus: 'BILLED',
     overheadMs: 1.75,
     upstreamMs: 420.5,
@@ -121,11 +122,13 @@ for (const backend of testBackends()) {
         billingStatus: 'PENDING',
       })
       const over = row('req_over', { cost: 9_000_000n, held: 655_000n, overage: 8_345_000n })
-      await log.insertMany([full, bare, estimated, over])
+      const lost = row('req_lost', { cost: 1_000_000n, held: 655_000n, overage: 345_000n, unrecovered: 41_000_000n })
+      await log.insertMany([full, bare, estimated, over, lost])
       t.same(await log.get('req_full'), full)
       t.same(await log.get('req_bare'), bare)
       t.same(await log.get('req_est'), estimated)
       t.same(await log.get('req_over'), over, 'a charge above its hold keeps its overage mark')
+      t.same(await log.get('req_lost'), lost, 'a charge stopped at the bound keeps its unrecovered part')
       const got = await log.get('req_full')
       t.ok(got?.createdAt instanceof Date && got.createdAt.getTime() === T0, 'createdAt is a Date, ms exact')
       t.equal(await log.get('req_unknown'), null)
@@ -146,6 +149,8 @@ for (const backend of testBackends()) {
       await t.rejects(log.insertMany([row('req_money_neg', { held: -1n })]), RangeError, 'negative')
       await t.rejects(log.insertMany([row('req_over_zero', { overage: 0n })]), RangeError, 'an overage of 0 is no overage: null')
       await t.rejects(log.insertMany([row('req_over_neg', { overage: -5n })]), RangeError, 'negative overage')
+      await t.rejects(log.insertMany([row('req_lost_zero', { unrecovered: 0n })]), RangeError, 'an unrecovered part of 0 is none: null')
+      await t.rejects(log.insertMany([row('req_lost_neg', { unrecovered: -5n })]), RangeError, 'negative unrecovered part')
       t.equal(await log.get('req_money_big'), null)
     })
 

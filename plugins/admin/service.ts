@@ -12,6 +12,7 @@ import { isLegacyKey } from '../keys/index.js'
 import type { Account, AccountPatch, ApiKeyRecord, Clock, KeyInputContext, KeyInputError, Store } from '../store/index.js'
 import { InvalidCursorError, PostingConflictError, systemClock, validateKeyInput, validateKeyPatch } from '../store/index.js'
 import { MAX_LEDGER_AMOUNT } from '../store/ledger/index.js'
+import { overdraftOf } from '../wallet/bound.js'
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MINOR_UNIT_DIGITS } from './constants.js'
 import {
   type AccountView,
@@ -316,6 +317,10 @@ export interface WalletView {
   held: string
   available: string
   floor: string
+  /** The overdraft of the account's tier: its balance may go down to floor − overdraft. */
+  overdraft: string
+  /** When a reported cost last went beyond the bound; while set, every request is refused until a top-up (not a grant). */
+  unrecovered_at: string | null
   topped_up: boolean
 }
 
@@ -327,6 +332,8 @@ async function walletView (ctx: AdminContext, account: Account): Promise<WalletV
     held: formatMoney(w.held),
     available: formatMoney(w.available),
     floor: formatMoney(parseMoney(ctx.config.wallet.floor)),
+    overdraft: formatMoney(overdraftOf(ctx.config.limits, account.tier)),
+    unrecovered_at: w.unrecoveredAt?.toISOString() ?? null,
     topped_up: account.toppedUp
   }
 }

@@ -175,6 +175,8 @@ export interface RequestLogView {
   posting_id: string | null
   /** The part of `cost` above `held`, posted all the same; null when the charge fit. */
   overage: string | null
+  /** The part of the reported cost beyond the account's bound, not posted (the operator's loss); null when none. */
+  unrecovered: string | null
   billing_status: string
   overhead_ms: number | null
   upstream_ms: number | null
@@ -213,6 +215,7 @@ export function requestLogView (r: RequestLogRow): RequestLogView {
     hold_id: r.holdId,
     posting_id: r.postingId,
     overage: money(r.overage),
+    unrecovered: money(r.unrecovered),
     billing_status: r.billingStatus,
     overhead_ms: r.overheadMs,
     upstream_ms: r.upstreamMs,

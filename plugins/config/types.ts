@@ -276,6 +276,11 @@ export interface TierConfig {
   rank: number
   requests_per_minute: number
   concurrent_streams: number
+  /**
+   * How far below wallet.floor an account of this tier may go (decimal string, default "0"):
+   * its bound is floor − overdraft. Optional here: tiers built in code (tests) leave it out.
+   */
+  overdraft?: string
 }
 
 export interface LimitsConfig {
@@ -329,7 +334,7 @@ export interface ErrorsConfig {
 }
 
 export interface WalletConfig {
-  /** Lowest available balance a hold may leave (decimal string). */
+  /** Lowest available balance a hold may leave, less the tier's overdraft (decimal string). */
   floor: string
   hold_ttl_ms: number
   job_hold_ttl_ms: number

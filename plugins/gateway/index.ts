@@ -22,6 +22,7 @@ import { upstreamPlugin, type UpstreamView } from '../upstream/index.js'
 import { walletPlugin } from '../wallet/index.js'
 import { createHoldKeeper } from '../wallet/hold-renewal.js'
 import { reapExpiredHolds } from '../wallet/reaper.js'
+import { unrecoveredReporter } from '../wallet/post.js'
 import { createImagePauseStore } from '../store/image-pause.js'
 import { createModelStatusStore } from '../store/model-status.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
@@ -71,7 +72,10 @@ export interface GatewayParts {
 export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const { config, services, models } = parts
   const { store, clock } = services
-  const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log })
+  // An unrecovered overage, from a request's settle or a job's: one log line and the metric.
+  const metrics = parts.metrics
+  const onUnrecovered = unrecoveredReporter(parts.log, metrics === undefined ? undefined : (amount) => { metrics.recordUnrecovered(amount) })
+  const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log, onUnrecovered })
   // Shared by the wallet (it keeps holds) and the metrics (they count them).
   const keeper = createHoldKeeper({ ledger: store.ledger, warn: (fields) => { parts.log.warn(fields, 'hold renewal') } })
   const view = parts.upstreamView
@@ -102,7 +106,7 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     admissionPlugin(config, models),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotencyPlugin({ store: store.idempotency }),
-    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log, keeper }),
+    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, limits: config.limits, log: parts.log, keeper, onUnrecovered }),
     upstreamPlugin({
       config,
       models,

@@ -13,6 +13,7 @@ import type { Clock, IdSource } from '../store/clock.js'
 import type { JobStore } from '../store/jobs/types.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 import { compileUpstreams, type Upstreams } from '../upstream/providers.js'
+import type { UnrecoveredReporter } from '../wallet/post.js'
 import { answerJob, type JobAnswered, type JobAnswerInput, type JobCreatedHook } from './job-answer.js'
 import { createJobChecker } from './job-checker.js'
 import { compileJobRoutes } from './job-routes.js'
@@ -34,6 +35,8 @@ export interface JobsDeps {
   upstreams?: Upstreams
   /** Hook point after a job is recorded (the idempotency concern's; see JobCreatedHook). */
   onCreated?: JobCreatedHook
+  /** Told about a job settle that left a cost unrecovered (the wallet's reporter). */
+  onUnrecovered?: UnrecoveredReporter
 }
 
 export interface Jobs {
@@ -54,7 +57,7 @@ export function createJobs (deps: JobsDeps): Jobs {
   const upstreams = deps.upstreams ?? compileUpstreams(deps.config)
   const checker = createJobChecker(upstreams, routes)
   const providerExists = (name: string): boolean => Object.prototype.hasOwnProperty.call(deps.config.providers, name)
-  const settleDeps = { jobs: deps.jobs, ledger: deps.ledger, clock: deps.clock }
+  const settleDeps = { jobs: deps.jobs, ledger: deps.ledger, clock: deps.clock, onUnrecovered: deps.onUnrecovered }
   const watcher = createJobWatcher({ ...settleDeps, checker, config: deps.config.jobs, log: deps.log })
   const answerDeps = {
     ...settleDeps,

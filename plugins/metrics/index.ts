@@ -6,7 +6,7 @@
 // the error code: no label string is built, no prom-client hashing runs (see cells.ts). Gauges
 // that describe the instance (holds being kept, request log queue) are read at scrape time.
 import type { FastifyInstance } from 'fastify'
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import type { CompiledModel } from '../models/catalogue.js'
 import { answersAsStream, type Outcome, type RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
@@ -72,6 +72,9 @@ export class GatewayMetrics {
   /** Instance gauges read at scrape time (open streams, holds, request log queue). */
   readonly gauges: readonly Gauge[]
   private readonly overheadByRoute = new Map<RoutePlan, HistogramCell>()
+  /** Reported costs beyond an account's bound, not posted: the operator's loss (rare; no labels). */
+  private readonly unrecoveredAmount: Counter
+  private readonly unrecoveredCount: Counter
   private readonly byModel = new Map<CompiledModel, ModelCells>()
 
   constructor (opts: { defaultMetrics?: boolean } = {}) {
@@ -82,6 +85,8 @@ export class GatewayMetrics {
     this.tokens = new CellCounter('gateway_tokens_total', 'Tokens metered by model and direction (input, output).', registry)
     this.spend = new CellCounter('gateway_spend_total', 'Amount billed (currency units) by model.', registry)
     this.byRoute = new CellIndex(() => ({ byCode: new Map(), upstream: null }))
+    this.unrecoveredAmount = new Counter({ name: 'gateway_unrecovered_overage_total', help: 'Reported cost beyond accounts\' bounds (wallet floor − tier overdraft), not posted: the operator\'s loss, in currency units.', registers: [registry] })
+    this.unrecoveredCount = new Counter({ name: 'gateway_unrecovered_overages_total', help: 'Settles (requests and jobs) that left part of a reported cost unrecovered.', registers: [registry] })
 
     const self = this
     this.gauges = [
@@ -109,6 +114,12 @@ export class GatewayMetrics {
   /** The sources in use (a config reload whose new generation failed to build puts them back). */
   get sourcesInUse (): MetricSources {
     return this.sources
+  }
+
+  /** Records one unrecovered overage (its amount in nano-units), whichever settle found it. */
+  recordUnrecovered (amount: bigint): void {
+    this.unrecoveredCount.inc()
+    this.unrecoveredAmount.inc(Number(amount) / 1e9)
   }
 
   /** Records one finished request. */

@@ -11,7 +11,8 @@
 //               Every text token is at least one byte of the body, so text can never exceed it;
 //               media given by URL (image_url, file_data) can: worstCaseUrlMedia counts those
 //               items, held at the model's `url_media_item` price, and a charge that still
-//               exceeds the hold is posted in full as an overage (plugins/wallet/settle.ts).
+//               exceeds the hold is posted as an overage down to the account's bound, the
+//               rest recorded as unrecovered (plugins/wallet/settle.ts).
 // images        the largest of `bounds.count` (`n`, `parameters.sampleCount`, candidateCount;
 //               default 1), capped at the model's maxImages (default MAX_IMAGES, 10); for an
 //               operation whose count is images, checkBillableParameters refuses a larger one first.

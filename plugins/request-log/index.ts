@@ -5,7 +5,7 @@ import type { RequestLogRow } from '../store/request-log/types.js'
 import type { RequestLogWriter } from '../store/request-log/writer.js'
 import type { Settled } from '../wallet/index.js'
 
-const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, overage: null }
+const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, overage: null, unrecovered: null }
 
 /** The request log row of a finished request; never holds the key, only its id. */
 export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): RequestLogRow {
@@ -43,6 +43,7 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
     holdId: settled.holdId,
     postingId: settled.postingId,
     overage: settled.overage,
+    unrecovered: settled.unrecovered,
     billingStatus: settled.billing,
     overheadMs: outcome.overheadMs,
     upstreamMs: outcome.upstreamMs,

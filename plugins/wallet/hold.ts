@@ -1,15 +1,15 @@
-import type { WalletConfig } from '../config/types.js'
+import type { LimitsConfig, WalletConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import { authOf } from '../auth/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
 import { costOf } from '../pricing/cost.js'
-import { parseMoney } from '../pricing/money.js'
 import { urlMediaHold } from '../pricing/url-media.js'
 import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 import type { CapRefusal, HoldCaps } from '../store/ledger/caps.js'
 import type { ApiKeyRecord } from '../store/types.js'
+import { compileBounds } from './bound.js'
 import type { HoldKeeper } from './hold-renewal.js'
 
 /** The hold placed for a request: settled after the upstream finishes, or released. */
@@ -29,6 +29,8 @@ export function holdOf (ctx: RequestContext): RequestHold | undefined {
 export interface WalletDeps {
   ledger: LedgerStore
   config: WalletConfig
+  /** The tiers: each one's overdraft lowers the bound (wallet.floor − overdraft) of its accounts. */
+  limits: Pick<LimitsConfig, 'default_tier' | 'tiers'>
   /** Renews each hold while its request runs (settle drops it). */
   keeper?: HoldKeeper
 }
@@ -84,7 +86,7 @@ function capError (cap: CapRefusal): Error {
  * previous hold is released first.
  */
 export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promise<void> {
-  const floor = parseMoney(deps.config.floor)
+  const boundOf = compileBounds(deps.config, deps.limits)
   return async (ctx) => {
     const model = ctx.model
     const auth = authOf(ctx)
@@ -100,12 +102,18 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
     // A job's charge comes when the job ends: its hold lives longer.
     const ttlMs = ctx.plan.op.job?.role === 'create' ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms
     const caps = capsOf(auth.key, images)
+    // The account's bound: the hold may take it no lower, and neither may its settle.
+    const floor = boundOf(auth.account.tier)
     const held = await deps.ledger.hold(caps === undefined
       ? { accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs }
       : { accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs, caps })
     if (!held.ok) {
       delete ctx.state.hold
-      throw held.error === 'cap' ? capError(held.cap) : gatewayError('BILLING_INSUFFICIENT_CREDITS')
+      if (held.error === 'cap') throw capError(held.cap)
+      // After an unrecovered overage the wallet waits for a top-up, whatever its balance says.
+      throw held.error === 'topup_required'
+        ? gatewayError('BILLING_INSUFFICIENT_CREDITS', { detail: 'An earlier request cost more than this account could pay; top up to continue.' })
+        : gatewayError('BILLING_INSUFFICIENT_CREDITS')
     }
     const hold: RequestHold = { holdId: held.holdId, amount, accountId: auth.account.id, model, closed: false }
     ctx.state.hold = hold

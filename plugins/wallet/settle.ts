@@ -7,7 +7,7 @@ import type { Clock } from '../store/clock.js'
 import type { LedgerStore, SettleResult } from '../store/ledger/types.js'
 import type { HoldKeeper } from './hold-renewal.js'
 import { holdOf } from './hold.js'
-import { withLedgerRetry } from '../store/ledger/retry.js'
+import { postHold, releaseHold, type UnrecoveredReporter } from './post.js'
 
 export interface SettleDeps {
   ledger: LedgerStore
@@ -15,6 +15,8 @@ export interface SettleDeps {
   clock: Clock
   /** Stops the renewal of a hold once it is settled (see hold-renewal). */
   keeper?: HoldKeeper
+  /** Told about each unrecovered overage once (log line, metric). */
+  onUnrecovered?: UnrecoveredReporter
 }
 
 export interface Settled {
@@ -25,13 +27,16 @@ export interface Settled {
   postingId: string | null
   /** The part of `cost` above the hold, posted all the same (null when the charge fit in the hold). */
   overage: bigint | null
+  /** The part of the reported cost beyond the account's bound, not posted (null when none). */
+  unrecovered: bigint | null
 }
 
-const NOTHING: Settled = { billing: 'NOT_BILLED', cost: null, held: null, holdId: null, postingId: null, overage: null }
+const NOTHING: Settled = { billing: 'NOT_BILLED', cost: null, held: null, holdId: null, postingId: null, overage: null, unrecovered: null }
 const NOT_BILLED = { status: 'NOT_BILLED', charge: 0n } as const
 
 /** The request log marks an overage only when there was one. */
 const overageOf = (r: SettleResult): bigint | null => r.overage > 0n ? r.overage : null
+const unrecoveredOf = (r: SettleResult): bigint | null => r.unrecovered > 0n ? r.unrecovered : null
 
 /** What the request costs at the price of the model that answered, or 0 when nothing was produced. */
 export function chargeFor (outcome: Outcome, usage: Usage | null): bigint {
@@ -65,13 +70,13 @@ function billingDecision (ctx: RequestContext, outcome: Outcome, usage: Usage | 
 /**
  * Posts what the upstream produced and releases the rest of the hold, exactly once per
  * request. A charge above the hold (usage the worst case could not see, e.g. media fetched by
- * URL) is posted in full; the part above the hold is the overage the request log marks.
+ * URL) is posted down to the account's bound: the part above the hold is the overage the
+ * request log marks, the part beyond the bound the unrecovered loss it marks too.
  * Refused requests, upstream errors and upstream 4xx answers release the whole hold. An
  * accepted job keeps its hold: plugins/jobs recorded it with the job, and settles it once the
  * job ends (a poll, a download or the watcher sees it).
  */
 export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Outcome, usage: Usage | null): Promise<Settled> {
-  const { ledger } = deps
   const hold = holdOf(ctx)
   if (!hold || hold.closed) return NOTHING
   deps.keeper?.drop(hold.holdId)
@@ -81,21 +86,30 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
     hold.closed = true
     if (outcome.job?.id === undefined) {
       // An accepted job that plugins/jobs did not record can never be matched to its end: release.
-      await withLedgerRetry(async () => await ledger.release(hold.holdId))
-      return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
+      await releaseHold(deps, hold.holdId)
+      return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null, unrecovered: null }
     }
-    return { ...base, billing: 'PENDING', cost: null, postingId: null, overage: null }
+    return { ...base, billing: 'PENDING', cost: null, postingId: null, overage: null, unrecovered: null }
   }
   hold.closed = true
   if (status === 'NOT_BILLED') {
-    await withLedgerRetry(async () => await ledger.release(hold.holdId))
-    return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null }
+    await releaseHold(deps, hold.holdId)
+    return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null, unrecovered: null }
   }
   // An estimate is the gateway's own count of text it saw, which the hold already bounds (output
   // up to the max tokens held for, input up to one token per body byte): where it comes out
   // higher, the estimate is off, not the usage. Only a provider's report is posted as an overage.
   const amount = usage !== null && !usage.reported && charge > hold.amount ? hold.amount : charge
-  const r = await withLedgerRetry(async () => await ledger.settle({ holdId: hold.holdId, amount, requestId: ctx.requestId }))
-  // Nothing posted (the hold had expired): there is no posting for the row to name.
-  return { ...base, billing: r.posted > 0n ? 'BILLED' : 'NOT_BILLED', cost: r.posted, postingId: r.posted > 0n ? `post:${hold.holdId}` : null, overage: overageOf(r) }
+  const model = outcome.answeredModel?.id
+  const r = await postHold(deps, { holdId: hold.holdId, amount, requestId: ctx.requestId, ...(model === undefined ? {} : { model }) })
+  // Nothing posted nor left unrecovered: the hold had expired, there is no posting to name.
+  const charged = r.posted > 0n || r.unrecovered > 0n
+  return {
+    ...base,
+    billing: charged ? 'BILLED' : 'NOT_BILLED',
+    cost: r.posted,
+    postingId: charged ? `post:${hold.holdId}` : null,
+    overage: overageOf(r),
+    unrecovered: unrecoveredOf(r)
+  }
 }

@@ -24,6 +24,7 @@ interface Row {
   hold_id: string | null
   posting_id: string | null
   overage: string | null
+  unrecovered: string | null
   billing_status: string
   overhead_ms: number | null
   upstream_ms: number | null
@@ -51,6 +52,7 @@ const COLUMNS: ReadonlyArray<readonly [string, string, (row: RequestLogRow) => u
   ['hold_id', 'text', (r) => cleanText(r.holdId)],
   ['posting_id', 'text', (r) => cleanText(r.postingId)],
   ['overage', 'int8', (r) => r.overage?.toString() ?? null],
+  ['unrecovered', 'int8', (r) => r.unrecovered?.toString() ?? null],
   ['billing_status', 'text', (r) => r.billingStatus],
   ['overhead_ms', 'float8', (r) => r.overheadMs],
   ['upstream_ms', 'float8', (r) => r.upstreamMs],
@@ -86,6 +88,7 @@ function decode (row: Row): RequestLogRow {
     holdId: row.hold_id,
     postingId: row.posting_id,
     overage: big(row.overage),
+    unrecovered: big(row.unrecovered),
     billingStatus: row.billing_status as BillingStatus,
     overheadMs: row.overhead_ms,
     upstreamMs: row.upstream_ms,

@@ -24,6 +24,7 @@ interface Row {
   hold_id: string | null
   posting_id: string | null
   overage: bigint | null
+  unrecovered: bigint | null
   billing_status: string
   overhead_ms: number | null
   upstream_ms: number | null
@@ -37,12 +38,12 @@ type SqlValue = string | number | bigint | null
 const COLUMNS = [
   'request_id', 'account_id', 'key_id', 'route', 'operation', 'requested_model', 'answered_model', 'status',
   'outcome', 'error_code', 'stream', 'usage', 'usage_reported', 'cost', 'held', 'hold_id', 'posting_id',
-  'overage', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
+  'overage', 'unrecovered', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
 ] as const satisfies ReadonlyArray<keyof Row>
 
 /**
  * Rows per INSERT statement. A statement's execution has a fixed cost well above a row's, so a
- * batch goes in as few multi-row statements as possible (23 × 64 = 1,472 parameters, far below
+ * batch goes in as few multi-row statements as possible (24 × 64 = 1,536 parameters, far below
  * SQLite's limit of 32,766).
  */
 const ROWS_PER_STATEMENT = 64
@@ -77,6 +78,7 @@ function encode (row: RequestLogRow, out: SqlValue[]): void {
     cleanText(row.holdId),
     cleanText(row.postingId),
     row.overage,
+    row.unrecovered,
     row.billingStatus,
     row.overheadMs,
     row.upstreamMs,
@@ -105,6 +107,7 @@ function decode (row: Row): RequestLogRow {
     holdId: row.hold_id,
     postingId: row.posting_id,
     overage: row.overage,
+    unrecovered: row.unrecovered,
     billingStatus: row.billing_status as BillingStatus,
     overheadMs: row.overhead_ms,
     upstreamMs: row.upstream_ms,

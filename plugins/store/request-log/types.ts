@@ -43,6 +43,11 @@ export interface RequestLogRow {
    * more than the worst case). Null when the charge fit in the hold or nothing was charged.
    */
   overage: bigint | null
+  /**
+   * The part of the reported cost that the account's bound (wallet floor − tier overdraft) left
+   * unposted, nano-units: the operator's loss, not in `cost`. Null when none.
+   */
+  unrecovered: bigint | null
   billingStatus: BillingStatus
   /** Time spent in the gateway itself. */
   overheadMs: number | null

@@ -66,6 +66,7 @@ export function checkRequestLogRow (row: RequestLogRow): string | null {
   if (row.usageReported !== null && typeof row.usageReported !== 'boolean') return 'usageReported must be a boolean or null'
   if (!isMoney(row.cost) || !isMoney(row.held)) return 'cost and held must be bigints in 0..2^63-1 or null'
   if (row.overage !== null && !(isMoney(row.overage) && row.overage > 0n)) return 'overage must be a bigint in 1..2^63-1 or null'
+  if (row.unrecovered !== null && !(isMoney(row.unrecovered) && row.unrecovered > 0n)) return 'unrecovered must be a bigint in 1..2^63-1 or null'
   if (!BILLING_STATUSES.has(row.billingStatus)) return 'billingStatus must be BILLED, NOT_BILLED, PENDING or UNKNOWN'
   if ((row.overheadMs !== null && !isMs(row.overheadMs)) || (row.upstreamMs !== null && !isMs(row.upstreamMs))) {
     return 'overheadMs and upstreamMs must be finite numbers >= 0 or null'
