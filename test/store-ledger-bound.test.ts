@@ -4,11 +4,12 @@
 // (entry, hold row) as unrecovered, and the wallet refuses every hold until a top-up. Two
 // stores on one database (two PostgreSQL pools, two SQLite connections on one file) settling
 // on one wallet at once never take it past the bound.
+import pg from 'pg'
 import t, { type Test } from 'tap'
 import type { HoldResult, SettleResult, Store } from '../plugins/store/index.js'
 import type { HoldCaps } from '../plugins/store/ledger/index.js'
 import { allEntries, ledgerFacts, storedBound } from './helpers/ledger.js'
-import { ManualClock, testBackends } from './helpers/store.js'
+import { ManualClock, pgTestBackend, TEST_DATABASE_URL, testBackends } from './helpers/store.js'
 
 const TTL = 600_000
 
@@ -213,3 +214,48 @@ for (const backend of testBackends()) {
     })
   })
 }
+
+// PostgreSQL, two instances whose settle batches queue on one wallet lock: the later batch was
+// planned (its snapshot taken) before the earlier one committed, so its view of the holds is
+// stale. A hold the earlier batch closed must drop out of the later batch's bound, or its
+// released reservation would be counted twice and the later batch would post past the bound.
+t.test('PostgreSQL: a batch that waited for another instance\'s batch sees the holds it closed', async (t) => {
+  const backend = pgTestBackend()
+  t.teardown(() => backend.cleanup())
+  const a = await backend.open()
+  const b = await backend.open()
+  const { id } = await a.accounts.create({ name: 'queued' })
+  await a.ledger.credit({ accountId: id, amount: 1000n, kind: 'topup', postingId: `fund-${id}` })
+  const x = idOf(await a.ledger.hold({ accountId: id, amount: 400n, floor: 0n, requestId: 'x', ttlMs: TTL }))
+  const y = idOf(await a.ledger.hold({ accountId: id, amount: 100n, floor: 0n, requestId: 'y', ttlMs: TTL }))
+  const blocker = new pg.Client({ connectionString: TEST_DATABASE_URL })
+  await blocker.connect()
+  t.teardown(() => blocker.end())
+  await blocker.query(`SET search_path TO "${backend.location}"`)
+  await blocker.query('BEGIN')
+  await blocker.query('SELECT 1 FROM wallets WHERE account_id = $1 FOR NO KEY UPDATE', [id])
+  /** Waits until `n` sessions wait, directly or behind another waiter, on the blocker's lock. */
+  const waiting = async (n: number): Promise<void> => {
+    for (let i = 0; i < 500; i++) {
+      const r = await blocker.query<{ n: number }>(`WITH RECURSIVE blocked (pid) AS (
+          SELECT pid FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))
+          UNION SELECT a.pid FROM pg_stat_activity a, blocked b WHERE b.pid = ANY (pg_blocking_pids(a.pid))
+        ) SELECT count(*)::int AS n FROM blocked`)
+      if ((r.rows[0]?.n ?? 0) >= n) return
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    throw new Error(`${n} batches never queued on the wallet lock`)
+  }
+  // Instance A closes x (posting nothing); instance B's batch, queued behind it, settles x again
+  // and y far above its hold.
+  const first = a.ledger.settle({ holdId: x, amount: 0n, requestId: 'x' })
+  await waiting(1)
+  const second = Promise.all([b.ledger.settle({ holdId: x, amount: 0n, requestId: 'x' }), b.ledger.settle({ holdId: y, amount: 10_000n, requestId: 'y' })])
+  await waiting(2)
+  await blocker.query('COMMIT')
+  t.same(await first, { posted: 0n, released: 400n, overage: 0n, unrecovered: 0n, duplicate: false })
+  const [again, over] = await second
+  t.equal(again.duplicate, true, 'x was closed by the first batch')
+  t.same(over, { posted: 1000n, released: 0n, overage: 900n, unrecovered: 9000n, duplicate: false }, 'y posts what the wallet has: 1000, not 1400')
+  t.equal((await a.ledger.wallet(id)).balance, 0n, 'the balance stops at the bound')
+})
