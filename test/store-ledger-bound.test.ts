@@ -72,8 +72,13 @@ for (const backend of testBackends()) {
       t.same(await settle(b, 60n), { posted: 60n, released: 40n, overage: 0n, unrecovered: 0n, duplicate: false })
       t.same(await holdRow(store, b), { status: 'posted', posted: 60n, overage: null, unrecovered: null }, 'nothing marked when it fit')
       t.equal((await ledger.wallet(fit)).unrecoveredAt, null, 'a charge that fit sets no refusal')
+      const empty = await funded(0n)
+      const zero = idOf(await hold(empty, 0n))
+      t.same(await settle(zero, 500n), { posted: 0n, released: 0n, overage: 0n, unrecovered: 500n, duplicate: false }, 'a hold of 0 at the bound posts nothing')
+      t.match((await allEntries(store, empty)).find((e) => e.holdId === zero), { amount: 0n, overage: null, unrecovered: 500n }, 'and is still a charge entry, its receipt')
       await consistent(t, id)
       await consistent(t, fit)
+      await consistent(t, empty)
     })
 
     t.test('the other open holds stay backed', async (t) => {
