@@ -32,6 +32,7 @@ function row (requestId: string, i = 0, fields: Partial<RequestLogRow> = {}): Re
     postingId: `post-${requestId}`,
     overage: null,
     billingStatus: 'BILLED',
+    idempotencyKey: null,
     overheadMs: 0.8,
     upstreamMs: 100,
     totalMs: 101,

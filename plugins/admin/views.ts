@@ -176,6 +176,8 @@ export interface RequestLogView {
   /** The part of `cost` above `held`, posted all the same; null when the charge fit. */
   overage: string | null
   billing_status: string
+  /** The `X-Idempotency-Key` the request was sent with (its retries share it), or null. */
+  idempotency_key: string | null
   overhead_ms: number | null
   upstream_ms: number | null
   total_ms: number
@@ -213,6 +215,7 @@ export function requestLogView (r: RequestLogRow): RequestLogView {
     hold_id: r.holdId,
     posting_id: r.postingId,
     overage: money(r.overage),
+    idempotency_key: r.idempotencyKey,
     billing_status: r.billingStatus,
     overhead_ms: r.overheadMs,
     upstream_ms: r.upstreamMs,

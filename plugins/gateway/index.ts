@@ -71,7 +71,9 @@ export interface GatewayParts {
 export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const { config, services, models } = parts
   const { store, clock } = services
-  const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log })
+  const idempotency = idempotencyPlugin({ store: store.idempotency })
+  // A job create's idempotency key names its job once the job is recorded.
+  const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log, onCreated: async (ctx, job) => { await idempotency.jobCreated(ctx, job.id) } })
   // Shared by the wallet (it keeps holds) and the metrics (they count them).
   const keeper = createHoldKeeper({ ledger: store.ledger, warn: (fields) => { parts.log.warn(fields, 'hold renewal') } })
   const view = parts.upstreamView
@@ -101,7 +103,7 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     // After the model is known, before the hold: refusals the request earns by itself.
     admissionPlugin(config, models),
     // Before the wallet: a duplicate is refused before it holds anything.
-    idempotencyPlugin({ store: store.idempotency }),
+    idempotency,
     walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, log: parts.log, keeper }),
     upstreamPlugin({
       config,

@@ -44,6 +44,7 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
     postingId: settled.postingId,
     overage: settled.overage,
     billingStatus: settled.billing,
+    idempotencyKey: ctx.state.idempotency?.key ?? null,
     overheadMs: outcome.overheadMs,
     upstreamMs: outcome.upstreamMs,
     totalMs: Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,

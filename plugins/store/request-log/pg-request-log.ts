@@ -25,6 +25,7 @@ interface Row {
   posting_id: string | null
   overage: string | null
   billing_status: string
+  idempotency_key: string | null
   overhead_ms: number | null
   upstream_ms: number | null
   total_ms: number
@@ -56,6 +57,7 @@ const COLUMNS: ReadonlyArray<readonly [string, string, (row: RequestLogRow) => u
   ['upstream_ms', 'float8', (r) => r.upstreamMs],
   ['total_ms', 'float8', (r) => r.totalMs],
   ['created_at', 'timestamptz', (r) => r.createdAt.toISOString()],
+  ['idempotency_key', 'text', (r) => cleanText(r.idempotencyKey)],
 ]
 
 // One parameter per column whatever the batch size (a VALUES list would hit the 65,535
@@ -87,6 +89,7 @@ function decode (row: Row): RequestLogRow {
     postingId: row.posting_id,
     overage: big(row.overage),
     billingStatus: row.billing_status as BillingStatus,
+    idempotencyKey: row.idempotency_key,
     overheadMs: row.overhead_ms,
     upstreamMs: row.upstream_ms,
     totalMs: row.total_ms,
@@ -115,6 +118,7 @@ export function createPgRequestLogStore (pool: Pool): RequestLogStore {
         return `$${params.length}`
       }
       if (q.accountId !== undefined) where.push(`account_id = ${param(q.accountId)}`)
+      if (q.idempotencyKey !== undefined) where.push(`idempotency_key = ${param(q.idempotencyKey)}`)
       if (q.from !== undefined) where.push(`created_at >= ${param(q.from)}`)
       if (q.to !== undefined) where.push(`created_at < ${param(q.to)}`)
       if (q.before !== undefined) {

@@ -44,6 +44,8 @@ export interface RequestLogRow {
    */
   overage: bigint | null
   billingStatus: BillingStatus
+  /** The client's `X-Idempotency-Key` (validated printable ASCII), or null when it sent none. */
+  idempotencyKey: string | null
   /** Time spent in the gateway itself. */
   overheadMs: number | null
   upstreamMs: number | null
@@ -53,6 +55,8 @@ export interface RequestLogRow {
 
 export interface RequestLogQuery {
   accountId?: string
+  /** Only the requests sent with this `X-Idempotency-Key` (the original and its retries). */
+  idempotencyKey?: string
   /** Inclusive lower bound on createdAt. */
   from?: Date
   /** Exclusive upper bound on createdAt. */
