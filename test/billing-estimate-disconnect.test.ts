@@ -56,7 +56,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
         const r = await openai.chat.completions.create({
           model: 'openai/gpt-4o', stream: true, messages, tools: [{ type: 'function', function: { name: 'weather', description: DESCRIPTION, parameters: PARAMETERS } }]
         }, { signal, headers: SLOW }).withResponse()
-        return { requestId: r.response.headers.get('x-request-id') ?? '', iterate: async () => { for await (const event of r.data) void event } }
+        return { requestId: r.response.headers.get('x-request-id') ?? '', iterate: async () => { for await (const event of r.data) if (event === null) break } }
       })
       const count = countChatCompletionTokens as NonNullable<typeof countChatCompletionTokens>
       const reference = count({ messages, functions: [{ name: 'weather', description: DESCRIPTION, parameters: PARAMETERS as never }] })
@@ -74,7 +74,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
           messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
           tools: [{ name: 'weather', description: DESCRIPTION, input_schema: PARAMETERS as Anthropic.Tool.InputSchema }]
         }, { signal, headers: { ...SLOW, 'x-mock-usage': 'none' } }).withResponse()
-        return { requestId: r.response.headers.get('x-request-id') ?? '', iterate: async () => { for await (const event of r.data) void event } }
+        return { requestId: r.response.headers.get('x-request-id') ?? '', iterate: async () => { for await (const event of r.data) if (event === null) break } }
       })
       await check(t, gw, { model: 'anthropic/claude-sonnet-4', reference: Buffer.byteLength(DESCRIPTION) + 346, requestId })
     })
