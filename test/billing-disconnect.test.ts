@@ -4,11 +4,12 @@
 // upstream to its end, so the charge is the provider's own usage, priced by this test from
 // gateway.yaml and rounded up once per request. With a short drain window the upstream is cut:
 // the charge is what the gateway metered until then (estimated), and still no hold stays open.
+import { estimateUsage } from '../plugins/metering/estimate.js'
 import t, { type Test } from 'tap'
 import type { RecordedCall } from './fixtures/mock-upstream.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import {
-  codePoints, decimal, expectedCost, ledgerState, nanos, priceOf, seededRandom, tokensFromChars, waitForRows, type TestPrice
+  decimal, expectedCost, ledgerState, nanos, priceOf, seededRandom, waitForRows, type TestPrice
 } from './helpers/billing.js'
 import { writeTestConfig, type RawConfig } from './helpers/test-config.js'
 import { sseEvents } from './helpers/wire.js'
@@ -214,11 +215,12 @@ t.test('short drain window: the upstream is cut, the charge is what was metered,
       wrong.push(`${c.requestId}: no call or no row usage`)
       continue
     }
-    // The gateway saw at least what the client read and at most what the provider sent.
-    const low = tokensFromChars(codePoints(c.seen))
-    const high = tokensFromChars(codePoints(textOf(c.family, call.response)))
+    // The gateway saw at least what the client read and at most what the provider sent (one
+    // token per UTF-8 byte of it).
+    const low = Buffer.byteLength(c.seen)
+    const high = Buffer.byteLength(textOf(c.family, call.response))
     const input = c.family === 'chat'
-      ? tokensFromChars(codePoints(c.prompt)) // no usage chunk came: estimated from the prompt
+      ? estimateUsage('chat', { json: { model: MODELS.chat, stream: true, messages: [{ role: 'user', content: c.prompt }] } }, { upstreamModel: 'gpt-4o' }, 0).inputTokens // no usage chunk came: estimated from the request
       : call.produced.inputTokens // message_start reported the input before the cut
     const charge = expectedCost(PRICES[c.family], { inputTokens: row.usage.inputTokens, outputTokens: row.usage.outputTokens })
     metered += charge

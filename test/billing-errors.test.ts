@@ -4,6 +4,7 @@
 // breaks ends with an `event: error` frame whose billing status says whether what was produced
 // was charged; and a hold that expires while its request is still running is released by the
 // reaper, after which the late settle posts nothing.
+import { estimateUsage } from '../plugins/metering/estimate.js'
 import t, { type Test } from 'tap'
 import { replyChunks } from './fixtures/mock-upstream.js'
 import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
@@ -198,9 +199,11 @@ t.test('a broken stream ends with an error frame that tells whether it was bille
       t.equal(call?.produced?.outputTokens, 3, 'the provider produced 3 chunks before the cut')
       const text = replyChunks(prompt, 3).join('')
       const row = await settledRow(gw, res.headers.get('x-request-id') ?? '')
-      // No final usage came: the output is estimated from the text produced; the input from the
-      // prompt (chat) or from message_start, which the messages family sends first.
-      const units = { inputTokens: s.family === 'chat' ? tokensFromChars(codePoints(prompt)) : call?.produced?.inputTokens ?? -1, outputTokens: tokensFromChars(codePoints(text)) }
+      // No final usage came: the output is estimated from the text produced (one token per UTF-8
+      // byte); the input from the request (chat, gpt-4o's tokenizer) or from message_start, which
+      // the messages family sends first.
+      const estimate = estimateUsage('chat', { json: s.body(prompt) }, { upstreamModel: 'gpt-4o' }, Buffer.byteLength(text))
+      const units = { inputTokens: s.family === 'chat' ? estimate.inputTokens : call?.produced?.inputTokens ?? -1, outputTokens: Buffer.byteLength(text) }
       const cost = expectedCost(priceOf(s.model), units)
       t.match(row, { outcome: 'stream_interrupted', errorCode: 'PROVIDER_STREAM_INTERRUPTED', billingStatus: 'BILLED', usageReported: false, cost, usage: units })
       const after = await ledgerState(gw)

@@ -13,6 +13,7 @@ import t, { type Test } from 'tap'
 import { parse } from 'yaml'
 import { IMAGE_OUTPUT_TOKENS, replyChunks, type RecordedCall } from './fixtures/mock-upstream.js'
 import { PNG_BYTES } from './fixtures/mock-upstream/media.js'
+import { estimateUsage } from '../plugins/metering/estimate.js'
 import type { RequestLogRow, RequestUsage } from '../plugins/store/request-log/types.js'
 import { capturingFetch, type CapturingFetch } from './helpers/capture-fetch.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
@@ -103,8 +104,12 @@ async function expectBilled (t: Test, before: bigint, e: Expect, c: Clients = { 
   return row
 }
 
-/** Prompt tokens as the mock and the gateway's estimate both count them: ceil(chars / 4). */
+/** Prompt tokens as the mock counts them: ceil(chars / 4). */
 const promptTokens = (text: string): number => tokensFromChars(codePoints(text))
+
+/** The gateway's estimate of the input of the request the SDK just sent (plugins/metering/estimate.ts). */
+const estimatedInput = (dialect: 'chat' | 'messages', upstreamModel: string): number =>
+  estimateUsage(dialect, { json: JSON.parse(cap.last().body.toString('utf8')) as Record<string, unknown> }, { upstreamModel }, 0).inputTokens
 
 t.test('per input/output token', async (t) => {
   t.test('chat completions JSON (reported)', async (t) => {
@@ -341,8 +346,9 @@ t.test('reported vs estimated: x-mock-usage none bills the estimate and says so'
   t.equal(r.usage, undefined, 'the provider reported nothing')
   const reply = r.choices[0]?.message.content ?? ''
   t.equal(reply, replyChunks(prompt, 10).join(''), 'the reply text')
-  // The estimate: four characters a token, of the prompt and of the generated text.
-  await expectBilled(t, before, { model: 'openai/gpt-4o-mini', units: { inputTokens: promptTokens(prompt), outputTokens: promptTokens(reply), cachedInputTokens: 0 }, reported: false })
+  // The estimate: the request as gpt-4o-mini's tokenizer counts it (with its framing), and one
+  // token per UTF-8 byte of the generated text.
+  await expectBilled(t, before, { model: 'openai/gpt-4o-mini', units: { inputTokens: estimatedInput('chat', 'gpt-4o-mini'), outputTokens: Buffer.byteLength(reply), cachedInputTokens: 0 }, reported: false })
 })
 
 t.test('hostile usage reports are never believed', async (t) => {
@@ -354,7 +360,7 @@ t.test('hostile usage reports are never believed', async (t) => {
       const reported = r.usage?.completion_tokens ?? 0
       t.ok(mode === 'negative' ? reported < 0 : reported >= 1e15, `the provider reported ${reported} output tokens`)
       const reply = r.choices[0]?.message.content ?? ''
-      const row = await expectBilled(t, before, { model: 'openai/gpt-4o', units: { inputTokens: promptTokens(prompt), outputTokens: promptTokens(reply), cachedInputTokens: 0 }, reported: false })
+      const row = await expectBilled(t, before, { model: 'openai/gpt-4o', units: { inputTokens: estimatedInput('chat', 'gpt-4o'), outputTokens: Buffer.byteLength(reply), cachedInputTokens: 0 }, reported: false })
       t.ok(await balance() < before, 'the balance did not go up')
       t.ok(row.cost !== null && row.held !== null && row.cost <= row.held, 'charge ≤ hold')
     })
@@ -367,8 +373,8 @@ t.test('hostile usage reports are never believed', async (t) => {
       for await (const e of stream) if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text
       const row = await settledRow(gw, cap.last().response?.headers.get('x-request-id') ?? '')
       t.equal(row.usageReported, false, 'usage marked estimated')
-      t.equal(row.usage?.outputTokens, promptTokens(text), 'output estimated from the streamed text')
-      t.equal(row.usage?.inputTokens, promptTokens(prompt), 'input estimated from the prompt')
+      t.equal(row.usage?.outputTokens, Buffer.byteLength(text), 'output estimated from the streamed text, one token per byte')
+      t.equal(row.usage?.inputTokens, estimatedInput('messages', 'claude-sonnet-4-20250514'), 'input estimated from the request, one token per byte')
       t.ok(row.cost !== null && row.held !== null && row.cost > 0n && row.cost <= row.held, 'a positive charge ≤ hold')
       t.equal(before - await balance(), row.cost, 'the wallet went down by the row\'s cost')
     })

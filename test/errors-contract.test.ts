@@ -308,7 +308,7 @@ const genaiBody = (parts: unknown[] = [{ text: 'hi' }]): string => JSON.stringif
  * the family. Returns the parsed body.
  */
 /** `retryAfter`: the Retry-After this occurrence sets where it differs from the contract's (a throttle's window). */
-async function expectError (t: Assert, res: Response, family: Family, code: string, param: string | null = null, retryAfter?: number): Promise<unknown> {
+async function expectError (t: Assert, res: Response, family: Family, code: string, param: string | null = null, retryAfter?: number, fields: Record<string, string> = {}): Promise<unknown> {
   const contract = contractOf(code)
   const c = retryAfter === undefined ? contract : { ...contract, retryAfter }
   const entry = catalogueEntry(code)
@@ -346,7 +346,8 @@ async function expectError (t: Assert, res: Response, family: Family, code: stri
         retry,
         billing: { status: 'NOT_BILLED' },
         type: envelopeType(code, 'chat'),
-        param
+        param,
+        ...fields
       }
     }, 'chat-completions envelope')
   } else if (family === 'messages') {
@@ -360,7 +361,8 @@ async function expectError (t: Assert, res: Response, family: Family, code: stri
         documentation_url: documentationUrl,
         request_id: requestId,
         retry,
-        billing: { status: 'NOT_BILLED' }
+        billing: { status: 'NOT_BILLED' },
+        ...fields
       },
       request_id: requestId
     }, 'messages envelope')
@@ -381,7 +383,8 @@ async function expectError (t: Assert, res: Response, family: Family, code: stri
               request_id: requestId,
               retryable: String(c.retryable),
               retry_strategy: c.strategy,
-              billing_status: 'NOT_BILLED'
+              billing_status: 'NOT_BILLED',
+              ...fields
             }
           },
           {
@@ -973,13 +976,15 @@ t.test('REQUEST_IDEMPOTENCY_*: one request per X-Idempotency-Key of the account,
       // The first request runs against a slow upstream; its duplicate arrives while it runs.
       const first = callAs(gw.url, family, { ...headers, 'x-mock-delay-ms': '1000' })
       await gw.mock.waitForCalls(1)
-      await expectError(t, await callAs(gw.url, family, headers), family, 'REQUEST_IDEMPOTENCY_IN_PROGRESS')
+      const busy = await callAs(gw.url, family, headers)
       const res = await first
       await expectServed(t, res, 'the first request')
       const id = res.headers.get('x-request-id') ?? ''
+      // Both refusals name the request that holds the key (docs/idempotency.md).
+      await expectError(t, busy, family, 'REQUEST_IDEMPOTENCY_IN_PROGRESS', null, undefined, { original_request_id: id })
       // Its settle phase (which records the key's end) ran before its finish phase.
       await eventually(() => outcomes.has(id), 'the first request to settle')
-      await expectError(t, await callAs(gw.url, family, headers), family, 'REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE')
+      await expectError(t, await callAs(gw.url, family, headers), family, 'REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE', null, undefined, { original_request_id: id })
       // The same key with another question.
       const [path, changed] = family === 'chat'
         ? ['/v1/chat/completions', chatBody(FAMILY_MODEL.chat, 'another question')]

@@ -29,7 +29,7 @@ t.test('records are the elements of a root array (a streamed generateContent ans
   t.ok(r.complete)
 })
 
-t.test('counts array items that hold an image key, and generated text characters', async (t) => {
+t.test('counts array items that hold an image key, and generated text bytes', async (t) => {
   const body = Buffer.from(JSON.stringify({
     data: [{ b64_json: 'QUJD'.repeat(1000) }, { url: 'https://x/y.png' }, { revised_prompt: 'none' }, 'x', { nested: { b64_json: 'x' } }],
     text: 'héllo "wörld" 😀',
@@ -37,8 +37,8 @@ t.test('counts array items that hold an image key, and generated text characters
   }))
   const r = scan([body], { items: { arrays: new Set(['data']), present: new Set(['b64_json', 'url']) }, textKeys: new Set(['text']) })
   t.equal(r.items, 2)
-  // 'héllo "wörld" 😀' is 15 characters counting the emoji as one code point... plus 'abc'.
-  t.equal(r.textChars, [...'héllo "wörld" 😀'].length + 3)
+  // UTF-8 bytes of 'héllo "wörld" 😀' (é and ö 2, the emoji 4), plus 'abc'.
+  t.equal(r.textBytes, Buffer.byteLength('héllo "wörld" 😀') + 3)
 })
 
 t.test('malformed and non-JSON bodies', async (t) => {

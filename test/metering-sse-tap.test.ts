@@ -10,7 +10,8 @@ import { tokenDialect, type StreamState, type TokenDialect } from '../plugins/me
 import { createTokenMeter } from '../plugins/metering/token-meter.js'
 import { createMeter } from '../plugins/metering/meter.js'
 import { createUsageEventFilter } from '../plugins/metering/usage-chunk-filter.js'
-import { tokensFromChars, tokenUsage } from '../plugins/metering/usage.js'
+import { tokenUsage } from '../plugins/metering/usage.js'
+import { estimateUsage } from '../plugins/metering/estimate.js'
 import { cut } from './helpers/chunks.js'
 import { meterOf } from './helpers/operations.js'
 
@@ -19,7 +20,7 @@ const messages = tokenDialect('messages')
 
 /** The exact reading: every event parsed. */
 function exact (dialect: TokenDialect, body: Buffer): StreamState {
-  const state: StreamState = { usage: undefined, textChars: 0 }
+  const state: StreamState = { usage: undefined, textBytes: 0 }
   const parser = createSseParser((e) => {
     const data = eventJson(e.data)
     if (data) dialect.event(e.event, data, state)
@@ -30,7 +31,7 @@ function exact (dialect: TokenDialect, body: Buffer): StreamState {
 }
 
 function metered (dialect: TokenDialect, chunks: readonly Buffer[]): ReturnType<ReturnType<typeof createTokenMeter>['finish']> {
-  const meter = createTokenMeter(dialect, { meter: meterOf('chat.completions'), sse: true, request: { inputChars: 40 } })
+  const meter = createTokenMeter(dialect, { meter: meterOf('chat.completions'), sse: true, request: {} })
   for (const c of chunks) meter.onChunk(c)
   return meter.finish()
 }
@@ -88,7 +89,7 @@ for (const [name, dialect, streams] of [['chat', chat, chatStream], ['messages',
       const body = Buffer.from(stream)
       const want = exact(dialect, body)
       const got = metered(dialect, cut(body, points.map((p) => p % (body.length + 1))))
-      const expected = tokenUsage(want.usage, { inputTokens: 10, outputTokens: tokensFromChars(want.textChars) })
+      const expected = tokenUsage(want.usage, estimateUsage(dialect.name, {}, undefined, want.textBytes))
       if (JSON.stringify(got) !== JSON.stringify(expected)) {
         throw new Error(`${JSON.stringify(stream)}: ${JSON.stringify(got)} !== ${JSON.stringify(expected)}`)
       }
@@ -102,7 +103,7 @@ t.test('property: metering and filtering in one walk = the meter and the usage f
   fc.assert(fc.property(chatStream, prefix, fc.array(fc.nat(), { maxLength: 12 }), (stream, lead, points) => {
     const body = Buffer.from(lead + stream)
     const chunks = cut(body, points.map((p) => p % (body.length + 1)))
-    const input = { meter: meterOf('chat.completions'), sse: true, request: { inputChars: 40 } }
+    const input = { meter: meterOf('chat.completions'), sse: true, request: {} }
     // Apart: the meter sees every chunk, the filter decides what the client gets.
     const apart = createMeter(input)
     const filter = createUsageEventFilter()
@@ -130,7 +131,7 @@ t.test('property: metering and filtering in one walk = the meter and the usage f
 t.test('one walk: a client that left still has its stream metered to the end', async (t) => {
   const usage = { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 }
   const body = Buffer.from(`data: {"choices":[{"delta":{"content":"hi"}}],"usage":null}\n\ndata: {"choices":[],"usage":${JSON.stringify(usage)}}`)
-  const meter = createMeter({ meter: meterOf('chat.completions'), sse: true, request: { inputChars: 40 }, dropUsageEvents: true })
+  const meter = createMeter({ meter: meterOf('chat.completions'), sse: true, request: {}, dropUsageEvents: true })
   for (const c of cut(body, [10, 60])) meter.filter?.push(c)
   // No filter.end(): the relay skips it once the client is gone; finish still reads the last event.
   const got = meter.finish()
@@ -139,11 +140,12 @@ t.test('one walk: a client that left still has its stream metered to the end', a
   t.equal(got.reported, true)
 })
 
-t.test('the tap counts text characters, not bytes, and escapes as one', async (t) => {
+t.test('the tap counts text in UTF-8 bytes, an escape as the bytes of what it stands for', async (t) => {
   const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20 })
   tap.push(Buffer.from('data: {"choices":[{"delta":{"content":"héllo 👋 \\"q\\" \\u00e9"}}]}\n\n'))
   tap.end()
-  t.equal(tap.textChars(), 13) // h é l l o ␠ 👋 ␠ " q " ␠ é: the emoji is one character
+  t.equal(tap.textBytes(), 18) // h é(2) l l o ␠ 👋(4) ␠ " q " ␠ \u00e9(2)
+  t.equal(tap.textBytes(), Buffer.byteLength('héllo 👋 "q" é'), 'the UTF-8 size of the decoded text')
 })
 
 t.test('an event whose usage holds an object is parsed; usage: null is not', async (t) => {
@@ -152,7 +154,7 @@ t.test('an event whose usage holds an object is parsed; usage: null is not', asy
   tap.push(Buffer.from('data: {"choices":[{"delta":{"content":"ab"}}],"usage":null}\n\ndata: {"choices":[],"usage" :\n'))
   tap.push(Buffer.from('data:  {"prompt_tokens":1}}\n\n'))
   tap.end()
-  t.equal(tap.textChars(), 2)
+  t.equal(tap.textBytes(), 2)
   t.same(parsed, ['data: {"choices":[],"usage" :\ndata:  {"prompt_tokens":1}}\n\n'])
 })
 
@@ -162,14 +164,14 @@ t.test('a key written with escapes may be any key: its event is parsed', async (
   tap.push(Buffer.from('data: {"us\\u0061ge":{"prompt_tokens":1},"x":["a\\"b"]}\n\ndata: {"v":["a\\"b"],"content":"xy"}\n\n'))
   tap.end()
   t.equal(parsed.length, 1, 'only the event with the escaped key')
-  t.equal(tap.textChars(), 2, 'an escape in a value is no reason to parse')
+  t.equal(tap.textBytes(), 2, 'an escape in a value is no reason to parse')
 })
 
 t.test('a line that ends inside a string makes the event malformed: its text is not counted', async (t) => {
   const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20 })
   tap.push(Buffer.from('data: {"content":"ab\ndata: cd"}\n\ndata: {"content":"ok"}\n\n'))
   tap.end()
-  t.equal(tap.textChars(), 2)
+  t.equal(tap.textBytes(), 2)
 })
 
 t.test('lines are framed before JSON: a line that ends after a backslash still ends, and so does its event', async (t) => {
@@ -177,7 +179,7 @@ t.test('lines are framed before JSON: a line that ends after a backslash still e
   const tap = createSseTap({ textKeys: ['content'], parseKeys: ['usage'], maxEventBytes: 1 << 20, onParse: (raw) => parsed.push(raw.toString()) })
   tap.push(Buffer.from('data: {"content":"ab\\\n\ndata: {"usage":{"prompt_tokens":1}}\n\n'))
   tap.end()
-  t.equal(tap.textChars(), 0, 'the broken event counts nothing')
+  t.equal(tap.textBytes(), 0, 'the broken event counts nothing')
   t.same(parsed, ['data: {"usage":{"prompt_tokens":1}}\n\n'], 'the next event is still found')
 })
 
@@ -195,7 +197,7 @@ t.test('a line end after punctuation, a number or a literal ends its line, whate
     // (The LF of a CRLF blank line follows the event's dispatch, so it is not in the raw bytes.)
     t.same(parsed.map((raw) => raw.trimEnd()), [usage.trimEnd()], `${label}: the usage event alone is read exactly`)
     t.equal(Buffer.concat(out).toString(), content + done, `${label}: the usage event alone is left out`)
-    t.equal(tap.textChars(), 2, `${label}: the content event's text is counted`)
+    t.equal(tap.textBytes(), 2, `${label}: the content event's text is counted`)
   }
 })
 
@@ -206,7 +208,7 @@ t.test('an event over maxEventBytes is counted but never parsed', async (t) => {
   for (const piece of cut(Buffer.from(big), [30, 90])) tap.push(piece)
   tap.push(Buffer.from('data: {"usage":{"prompt_tokens":2}}\n\n'))
   tap.end()
-  t.equal(tap.textChars(), 100)
+  t.equal(tap.textBytes(), 100)
   t.same(parsed, ['data: {"usage":{"prompt_tokens":2}}\n\n'])
 })
 

@@ -112,3 +112,54 @@ t.test('a client that reads nothing for writeStallMs is cut; the upstream is rea
   t.equal(seen, pieces, 'every upstream chunk was still read (and metered) after the cut')
   t.notOk(aborted, 'the upstream ended within the drain window, so it was not cancelled')
 })
+
+t.test('frames in flight at a cancel are metered: what was read from the upstream before the abort reaches the meter', async (t) => {
+  const piece = Buffer.alloc(64 * 1024, 'b')
+  // The upstream body: a stream the test feeds by hand, as undici's body is fed by its socket.
+  const body = new Readable({ read () {} })
+  let pushed = 0
+  let metered = 0
+  let meteredAtAbort = -1
+  const push = (): void => { body.push(piece); pushed += piece.length }
+  let socketOf: (() => void) | null = null
+  const ended = new Promise<RelayEnd>((resolve) => {
+    serve((res) => {
+      relay({
+        res,
+        status: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        body,
+        sse: true,
+        drainTimeoutMs: 0, // the default: a client that leaves cancels its upstream at once
+        writeStallMs: 0,
+        abortUpstream: () => { meteredAtAbort = metered; body.destroy() },
+        onChunk: (chunk) => { metered += chunk.length },
+        errorFrame: () => '',
+        onEnd: (end) => { resolve(end) }
+      })
+    }).then(({ url, server }) => {
+      t.teardown(() => { server.close() })
+      const { port } = new URL(url)
+      const socket = connect({ host: '127.0.0.1', port: Number(port) }, () => {
+        socket.write('GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n')
+        socket.pause() // never reads: the relay's writes fill the socket and it pauses the upstream
+      })
+      socket.on('error', () => {})
+      socketOf = () => { socket.destroy() }
+      t.teardown(() => { socket.destroy() })
+    }, () => {})
+  })
+  // Feed the upstream until the relay pauses it on the full client socket.
+  for (let i = 0; i < 2000 && !body.isPaused(); i++) {
+    push()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  t.ok(body.isPaused(), 'the relay paused the upstream on the full client socket')
+  const beforeInFlight = metered
+  for (let i = 0; i < 5; i++) push() // read from the upstream, not yet relayed: in flight
+  t.equal(metered, beforeInFlight, 'the in-flight frames are buffered, not yet seen by the meter')
+  ;(socketOf as (() => void) | null)?.()
+  t.equal(await ended, 'client_disconnected')
+  t.equal(meteredAtAbort, pushed, 'every byte read from the upstream reached the meter before the abort')
+  t.equal(metered, pushed, 'and nothing after it')
+})

@@ -38,6 +38,33 @@ for (const backend of testBackends()) {
       t.equal(await idem.claim(claimOf('k1'), LEASE), 'completed', 'same fingerprint after the end')
     })
 
+    t.test('the record names the original request and the job it created', async (t) => {
+      const plain = claimOf('orig-1')
+      t.equal(await idem.claim(plain, LEASE), 'claimed')
+      t.same(await other.idempotency.original('acct_1', 'orig-1'), { requestId: plain.owner, jobId: null }, 'while running: the request, no job')
+      t.equal(await idem.complete(plain.owner, RETAIN), true)
+      t.same(await idem.original('acct_1', 'orig-1'), { requestId: plain.owner, jobId: null }, 'finished without a job')
+      t.equal(await idem.original('acct_2', 'orig-1'), null, 'another account: nothing')
+      t.equal(await idem.original('acct_1', 'no-such-key'), null)
+
+      const create = claimOf('orig-2')
+      t.equal(await idem.claim(create, LEASE), 'claimed')
+      t.equal(await idem.linkJob(create.owner, 'job_0123456789012345678901', RETAIN), true, 'the job is linked as soon as it is recorded')
+      t.equal(await idem.claim(claimOf('orig-2'), LEASE), 'completed', 'from then on a retry is a replay, not in progress')
+      t.same(await other.idempotency.original('acct_1', 'orig-2'), { requestId: create.owner, jobId: 'job_0123456789012345678901' })
+      t.equal(await idem.complete(create.owner, RETAIN, 'job_0123456789012345678901'), false, 'the settle then finds the key already final')
+      clock.advance(LEASE + 1)
+      t.equal(await idem.claim(claimOf('orig-2'), LEASE), 'completed', 'a linked key outlives the lease: it is kept for the retention')
+      t.equal(await idem.linkJob('req_not_an_owner', 'job_x', RETAIN), false, 'only the owner links its key')
+
+      const settled = claimOf('orig-3')
+      t.equal(await idem.claim(settled, LEASE), 'claimed')
+      t.equal(await idem.complete(settled.owner, RETAIN, 'job_9999999999999999999999'), true, 'the settle may name the job too')
+      t.same(await idem.original('acct_1', 'orig-3'), { requestId: settled.owner, jobId: 'job_9999999999999999999999' })
+      clock.advance(RETAIN + 1)
+      t.equal(await idem.original('acct_1', 'orig-3'), null, 'after the retention nobody holds the key')
+    })
+
     t.test('a different fingerprint conflicts, running or finished', async (t) => {
       const first = claimOf('k2', 'fp-a')
       t.equal(await idem.claim(first, LEASE), 'claimed')

@@ -33,6 +33,7 @@ function row (requestId: string, i = 0, fields: Partial<RequestLogRow> = {}): Re
     overage: null,
     unrecovered: null,
     billingStatus: 'BILLED',
+    idempotencyKey: null,
     overheadMs: 0.8,
     upstreamMs: 100,
     totalMs: 101,

@@ -9,7 +9,7 @@ const T0 = Date.parse('2030-01-01T00:00:00.000Z')
 type RowField =
   | 'requestId' | 'accountId' | 'keyId' | 'route' | 'operation' | 'requestedModel' | 'answeredModel'
   | 'status' | 'outcome' | 'errorCode' | 'stream' | 'usage' | 'usageReported' | 'cost' | 'held'
-  | 'holdId' | 'postingId' | 'overage' | 'unrecovered' | 'billingStatus' | 'overheadMs' | 'upstreamMs' | 'totalMs' | 'createdAt'
+  | 'holdId' | 'postingId' | 'overage' | 'unrecovered' | 'billingStatus' | 'overheadMs' | 'upstreamMs' | 'totalMs' | 'createdAt' | 'idempotencyKey'
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 type KeyLikeField = 'key' | 'apiKey' | 'plaintext' | 'secret' | 'token' | 'authorization' | 'sealedKey' | 'lookupHash'
 const exactFields: Same<keyof RequestLogRow, RowField> = true
@@ -18,12 +18,12 @@ const noKeyField: [Extract<keyof RequestLogRow, KeyLikeField>] extends [never] ?
 const ROW_FIELDS: RowField[] = [
   'requestId', 'accountId', 'keyId', 'route', 'operation', 'requestedModel', 'answeredModel',
   'status', 'outcome', 'errorCode', 'stream', 'usage', 'usageReported', 'cost', 'held',
-  'holdId', 'postingId', 'overage', 'unrecovered', 'billingStatus', 'overheadMs', 'upstreamMs', 'totalMs', 'createdAt',
+  'holdId', 'postingId', 'overage', 'unrecovered', 'billingStatus', 'overheadMs', 'upstreamMs', 'totalMs', 'createdAt', 'idempotencyKey',
 ]
 const COLUMNS = [
   'request_id', 'account_id', 'key_id', 'route', 'operation', 'requested_model', 'answered_model',
   'status', 'outcome', 'error_code', 'stream', 'usage', 'usage_reported', 'cost', 'held',
-  'hold_id', 'posting_id', 'overage', 'unrecovered', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
+  'hold_id', 'posting_id', 'overage', 'unrecovered', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at', 'idempotency_key',
 ]
 
 function row (requestId: string, fields: Partial<RequestLogRow> = {}): RequestLogRow {
@@ -48,6 +48,7 @@ function row (requestId: string, fields: Partial<RequestLogRow> = {}): RequestLo
     overage: null,
     unrecovered: null,
     billingStatus: 'BILLED',
+    idempotencyKey: null,
     overheadMs: 1.75,
     upstreamMs: 420.5,
     totalMs: 422.25,
@@ -134,6 +135,26 @@ for (const backend of testBackends()) {
       t.equal(await log.get('req_unknown'), null)
       await log.insertMany([])
       t.pass('an empty batch is a no-op')
+    })
+
+    t.test('the idempotency key is stored, and the listing filters by it (the original and its retries)', async (t) => {
+      const key = 'order-7f3a'
+      await log.insertMany([
+        row('req_idem_first', { idempotencyKey: key, createdAt: new Date(T0 + 1) }),
+        row('req_idem_retry', { idempotencyKey: key, status: 409, outcome: 'refused', errorCode: 'REQUEST_IDEMPOTENCY_REPLAY_UNAVAILABLE', createdAt: new Date(T0 + 2) }),
+        row('req_idem_other', { idempotencyKey: 'another-key', createdAt: new Date(T0 + 3) }),
+        row('req_idem_none', { createdAt: new Date(T0 + 4) })
+      ])
+      t.equal((await log.get('req_idem_first'))?.idempotencyKey, key, 'stored and read back')
+      t.equal((await log.get('req_idem_none'))?.idempotencyKey, null, 'no key: null')
+      const page = await log.list({ limit: 10, idempotencyKey: key })
+      t.same(page.rows.map((r) => r.requestId), ['req_idem_retry', 'req_idem_first'], 'the two requests sent with the key, newest first')
+      const scoped = await log.list({ limit: 10, idempotencyKey: key, accountId: 'acct_other' })
+      t.same(scoped.rows, [], 'combined with another account: nothing')
+      const paged = await log.list({ limit: 1, idempotencyKey: key })
+      t.same(paged.rows.map((r) => r.requestId), ['req_idem_retry'])
+      const next = await log.list({ limit: 1, idempotencyKey: key, before: paged.nextBefore ?? '' })
+      t.same(next.rows.map((r) => r.requestId), ['req_idem_first'], 'the cursor pages within the filter')
     })
 
     t.test('bigint cost and hold round trip beyond 2^53', async (t) => {

@@ -58,6 +58,7 @@ export const ADMIN_SCHEMAS = {
   listRequests: {
     querystring: object({
       account_id: ID,
+      idempotency_key: { type: 'string', minLength: 1, maxLength: 255 },
       from: { type: 'string', maxLength: 64 },
       to: { type: 'string', maxLength: 64 },
       limit: { type: 'string', pattern: '^[0-9]{1,7}$' },

@@ -403,9 +403,11 @@ function dateParam (name: string, v: unknown): Date | undefined {
 /** `?account_id=&from=&to=&limit=&before=`: newest first, `next_before` pages on. */
 export async function listRequests (ctx: AdminContext, query: unknown = {}): Promise<{ data: RequestLogView[], has_more: boolean, next_before: string | null }> {
   const q = bodyObject(query ?? {})
-  onlyFields(q, new Set(['account_id', 'from', 'to', 'limit', 'before']))
+  onlyFields(q, new Set(['account_id', 'idempotency_key', 'from', 'to', 'limit', 'before']))
   const accountId = q.get('account_id')
   if (accountId !== undefined && typeof accountId !== 'string') throw requestInvalid('account_id', 'account_id must be a string.')
+  const idempotencyKey = q.get('idempotency_key')
+  if (idempotencyKey !== undefined && typeof idempotencyKey !== 'string') throw requestInvalid('idempotency_key', 'idempotency_key must be a string.')
   const before = q.get('before')
   if (before !== undefined && typeof before !== 'string') throw requestInvalid('before', 'before must be a cursor string.')
   const from = dateParam('from', q.get('from'))
@@ -415,6 +417,7 @@ export async function listRequests (ctx: AdminContext, query: unknown = {}): Pro
     page = await ctx.store.requestLog.list({
       limit: pageLimit(q.get('limit')),
       ...(accountId === undefined ? {} : { accountId }),
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
       ...(from === undefined ? {} : { from }),
       ...(to === undefined ? {} : { to }),
       ...(before === undefined ? {} : { before })

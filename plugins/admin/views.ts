@@ -178,6 +178,8 @@ export interface RequestLogView {
   /** The part of the reported cost beyond the account's bound, not posted (the operator's loss); null when none. */
   unrecovered: string | null
   billing_status: string
+  /** The `X-Idempotency-Key` the request was sent with (its retries share it), or null. */
+  idempotency_key: string | null
   overhead_ms: number | null
   upstream_ms: number | null
   total_ms: number
@@ -216,6 +218,7 @@ export function requestLogView (r: RequestLogRow): RequestLogView {
     posting_id: r.postingId,
     overage: money(r.overage),
     unrecovered: money(r.unrecovered),
+    idempotency_key: r.idempotencyKey,
     billing_status: r.billingStatus,
     overhead_ms: r.overheadMs,
     upstream_ms: r.upstreamMs,

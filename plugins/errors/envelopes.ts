@@ -11,6 +11,8 @@ export interface ErrorOccurrence {
   retryAfterSeconds: number | undefined
   /** Answer with `Connection: close` (a body refused before it was all read). */
   closeConnection?: boolean
+  /** Extra identifiers of this occurrence (GatewayErrorDetails.fields). */
+  fields?: Readonly<Record<string, string>>
 }
 
 export interface RenderedError {
@@ -46,7 +48,8 @@ export function errorObject (o: ErrorOccurrence, kind: EnvelopeKind): Record<str
     retry: retryObject(o),
     billing: { status: o.billing },
     type: o.entry.type[kind],
-    param: o.param
+    param: o.param,
+    ...o.fields
   }
 }
 
@@ -65,7 +68,8 @@ export function envelopeBody (o: ErrorOccurrence, kind: EnvelopeKind, catalogue:
           documentation_url: o.entry.documentationUrl,
           request_id: o.requestId,
           retry: retryObject(o),
-          billing: { status: o.billing }
+          billing: { status: o.billing },
+          ...o.fields
         },
         request_id: o.requestId
       }
@@ -86,7 +90,8 @@ export function envelopeBody (o: ErrorOccurrence, kind: EnvelopeKind, catalogue:
                 request_id: o.requestId,
                 retryable: String(o.entry.retryable),
                 retry_strategy: o.entry.strategy,
-                billing_status: o.billing
+                billing_status: o.billing,
+                ...o.fields
               }
             },
             {

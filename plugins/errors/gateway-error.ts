@@ -10,6 +10,12 @@ export interface GatewayErrorDetails {
   billing?: BillingStatus
   /** Extra words for the public message; never secrets. */
   detail?: string
+  /**
+   * Identifiers the client can act on (e.g. `original_request_id`, `job_id` of an idempotency
+   * refusal), rendered as extra string fields of the error object (chat, messages) or entries of
+   * the error-info metadata (genai). Never secrets.
+   */
+  fields?: Readonly<Record<string, string>>
   cause?: unknown
   /**
    * The request's body was refused before it was all read: the answer says `Connection: close`,

@@ -48,6 +48,7 @@ export function toOccurrence (err: unknown, requestId: string, catalogue: Catalo
     message,
     param: details.param ?? null,
     retryAfterSeconds: details.retryAfterSeconds ?? entry.retryAfterSeconds,
-    ...(details.closeConnection === true ? { closeConnection: true } : {})
+    ...(details.closeConnection === true ? { closeConnection: true } : {}),
+    ...(details.fields !== undefined ? { fields: details.fields } : {})
   }
 }

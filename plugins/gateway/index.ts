@@ -75,7 +75,9 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   // An unrecovered overage, from a request's settle or a job's: one log line and the metric.
   const metrics = parts.metrics
   const onUnrecovered = unrecoveredReporter(parts.log, metrics === undefined ? undefined : (amount) => { metrics.recordUnrecovered(amount) })
-  const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log, onUnrecovered })
+  const idempotency = idempotencyPlugin({ store: store.idempotency })
+  // A job create's idempotency key names its job once the job is recorded.
+  const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log, onUnrecovered, onCreated: async (ctx, job) => { await idempotency.jobCreated(ctx, job.id) } })
   // Shared by the wallet (it keeps holds) and the metrics (they count them).
   const keeper = createHoldKeeper({ ledger: store.ledger, warn: (fields) => { parts.log.warn(fields, 'hold renewal') } })
   const view = parts.upstreamView
@@ -105,7 +107,7 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     // After the model is known, before the hold: refusals the request earns by itself.
     admissionPlugin(config, models),
     // Before the wallet: a duplicate is refused before it holds anything.
-    idempotencyPlugin({ store: store.idempotency }),
+    idempotency,
     walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, limits: config.limits, log: parts.log, keeper, onUnrecovered }),
     upstreamPlugin({
       config,

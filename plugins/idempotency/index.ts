@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { gatewayError, type ErrorCode } from '../errors/index.js'
+import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
-import type { ClaimStatus, IdempotencyClaim, IdempotencyStore } from '../store/idempotency/types.js'
+import type { ClaimStatus, IdempotencyClaim, IdempotencyOriginal, IdempotencyStore } from '../store/idempotency/types.js'
 import { fingerprintOf } from './fingerprint.js'
 import { readIdempotencyKey } from './header.js'
 
@@ -49,6 +50,25 @@ const REFUSAL: Readonly<Record<Exclude<ClaimStatus, 'claimed'>, ErrorCode>> = {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => { setTimeout(resolve, ms) })
 
 /**
+ * The refusal of a retry, naming what the client can look up instead of paying again: the
+ * original request (its request log row) and, when that request created a job, the job to poll.
+ */
+function refusal (status: Exclude<ClaimStatus, 'claimed'>, original: IdempotencyOriginal | null): Error {
+  if (original === null || status === 'conflict') return gatewayError(REFUSAL[status])
+  const job = original.jobId === null ? '' : ` It created job ${original.jobId}: poll it instead of creating another.`
+  return gatewayError(REFUSAL[status], {
+    detail: `The request that used this key is ${original.requestId}.${job}`,
+    fields: { original_request_id: original.requestId, ...(original.jobId === null ? {} : { job_id: original.jobId }) }
+  })
+}
+
+/** The idempotency concern: its phases, and the hook plugins/jobs calls once a create's job is recorded. */
+export interface IdempotencyPlugin extends GatewayPlugin {
+  /** Links the request's key to the job it created (before the client sees the job's id); never throws. */
+  jobCreated (ctx: RequestContext, jobId: string): Promise<void>
+}
+
+/**
  * `X-Idempotency-Key`, scoped to the account.
  * admit:  validates the header (1–255 printable ASCII characters, sent once) → REQUEST_INVALID.
  * charge: claims the key (atomic in the database) with a fingerprint of route, model and
@@ -58,11 +78,15 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => { setTimeo
  * settle: a request refused before it ran (outcome `refused`: a later charge hook such as the
  *         wallet, or a refusal of the forward phase before any upstream call) releases the key;
  *         any other end (answered, upstream error, cut stream, client gone) keeps it used for
- *         the retention.
+ *         the retention, naming the job the request created.
+ * jobs:   a job create's key names its job as soon as the job is recorded (jobCreated), so a
+ *         client that lost the answer learns the job's id from its retry's refusal.
+ * A refused retry names the request that holds the key (`original_request_id`) and its job
+ * (`job_id`), in the message and as fields of the family's envelope.
  * While a request runs its claim is renewed every third of the lease; a crashed instance's
  * claims lapse at most one lease after its last renewal. Every instance purges expired keys.
  */
-export function idempotencyPlugin (deps: IdempotencyDeps): GatewayPlugin {
+export function idempotencyPlugin (deps: IdempotencyDeps): IdempotencyPlugin {
   const { store } = deps
   const leaseMs = deps.leaseMs ?? IDEMPOTENCY_LEASE_MS
   const retentionMs = deps.retentionMs ?? IDEMPOTENCY_RETENTION_MS
@@ -83,11 +107,11 @@ export function idempotencyPlugin (deps: IdempotencyDeps): GatewayPlugin {
     )
   }
   /** Records the end of a claimed request, retried a few times; the lease bounds a final failure. */
-  const end = async (claim: IdempotencyClaim, release: boolean): Promise<void> => {
+  const end = async (claim: IdempotencyClaim, release: boolean, jobId: string | undefined): Promise<void> => {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await (release ? store.release(claim.owner) : store.complete(claim.owner, retentionMs))
+          await (release ? store.release(claim.owner) : store.complete(claim.owner, retentionMs, jobId))
           return
         } catch (err) {
           if (attempt >= END_ATTEMPTS) throw err
@@ -103,7 +127,11 @@ export function idempotencyPlugin (deps: IdempotencyDeps): GatewayPlugin {
   const claimKey = async (state: IdempotencyState, claim: IdempotencyClaim): Promise<void> => {
     // A database that cannot take the claim fails the request (retryable) rather than run it unprotected.
     const status = await store.claim(claim, leaseMs)
-    if (status !== 'claimed') throw gatewayError(REFUSAL[status])
+    if (status !== 'claimed') {
+      // Read after the refused claim: the row may have changed hands since (then it is not named).
+      const original = status === 'conflict' ? null : await store.original(claim.accountId, claim.key).catch(() => null)
+      throw refusal(status, original)
+    }
     state.claim = claim
     live.add(claim.owner)
   }
@@ -142,7 +170,18 @@ export function idempotencyPlugin (deps: IdempotencyDeps): GatewayPlugin {
     settle (ctx, outcome) {
       const claim = ctx.state.idempotency?.claim
       if (claim === undefined || claim === null) return
-      return end(claim, outcome.kind === 'refused')
+      return end(claim, outcome.kind === 'refused', outcome.job?.id)
+    },
+    async jobCreated (ctx, jobId) {
+      const claim = ctx.state.idempotency?.claim
+      if (claim === undefined || claim === null) return
+      try {
+        await store.linkJob(claim.owner, jobId, retentionMs)
+      } catch (err) {
+        // The job exists and is billed: failing its create now would hide it. The settle's
+        // complete records the job id again (or the lease ends the claim).
+        log?.error({ err, requestId: ctx.requestId, jobId }, 'linking the idempotency key to its job failed')
+      }
     },
     async close () {
       for (const timer of timers) clearInterval(timer)

@@ -4,13 +4,14 @@
 // text of a few keys of the "record" objects (the root object, or each object element of a
 // root array, as in a streamed generateContent answer), a count of array items, and the
 // length of generated text.
+import { escapedBytes, hexValue } from './utf8.js'
 
 export interface JsonScanOptions {
   /** Keys of record objects whose raw values are kept as text; the last occurrence wins. */
   capture?: ReadonlySet<string>
   /** Counts the object elements of these record-level arrays that hold one of `present`. */
   items?: { arrays: ReadonlySet<string>, present: ReadonlySet<string> }
-  /** String values under these keys, at any depth, are counted in characters. */
+  /** String values under these keys, at any depth, are counted in UTF-8 bytes (utf8.ts). */
   textKeys?: ReadonlySet<string>
   /** A captured value bigger than this is dropped (default 1 MiB). */
   maxCaptureBytes?: number
@@ -21,7 +22,7 @@ export interface JsonScanResult {
   root: 'empty' | 'object' | 'array' | 'other'
   captured: ReadonlyMap<string, string>
   items: number
-  textChars: number
+  textBytes: number
   /** The root value was closed and nothing malformed was seen. */
   complete: boolean
 }
@@ -60,6 +61,7 @@ export function createJsonScanner (options: JsonScanOptions = {}): JsonScanner {
   let kind = SKIP
   let escape = false
   let hex = 0
+  let hexUnit = 0
   let keyParts: Buffer[] = []
   let keyLen = 0
   let keyEscaped = false
@@ -75,7 +77,7 @@ export function createJsonScanner (options: JsonScanOptions = {}): JsonScanner {
   let itemOpen = false
   let itemHas = false
   let items = 0
-  let textChars = 0
+  let textBytes = 0
 
   const top = (): number | undefined => stack[stack.length - 1]
   const isRecord = (depth: number): boolean =>
@@ -161,11 +163,19 @@ export function createJsonScanner (options: JsonScanOptions = {}): JsonScanner {
           }
           const c = chunk[i] as number
           i++
-          if (hex > 0) { hex--; continue }
+          if (hex > 0) {
+            hexUnit = hexUnit * 16 + hexValue(c)
+            if (--hex === 0 && kind === TEXT) textBytes += escapedBytes(hexUnit)
+            continue
+          }
           if (escape) {
             escape = false
-            if (c === 0x75) hex = 4
-            if (kind === TEXT) textChars++
+            if (c === 0x75) {
+              hex = 4
+              hexUnit = 0
+            } else if (kind === TEXT) {
+              textBytes++
+            }
             continue
           }
           if (c === BACKSLASH) { escape = true; continue }
@@ -174,8 +184,8 @@ export function createJsonScanner (options: JsonScanOptions = {}): JsonScanner {
             if (kind === KEY) endKey(chunk.subarray(keyFrom, i - 1))
             continue
           }
-          // Counts characters, not bytes: UTF-8 continuation bytes are 10xxxxxx.
-          if ((c & 0xc0) !== 0x80) textChars++
+          // Bytes, not characters: a token is at least one byte of the text (utf8.ts).
+          textBytes++
           continue
         }
         const c = chunk[i] as number
@@ -243,7 +253,7 @@ export function createJsonScanner (options: JsonScanOptions = {}): JsonScanner {
       }
     },
     result (): JsonScanResult {
-      return { root, captured, items, textChars, complete: closed && !broken && !inString }
+      return { root, captured, items, textBytes, complete: closed && !broken && !inString }
     }
   }
 }

@@ -1,5 +1,6 @@
 import type { PriceConfig } from '../config/types.js'
 import type { MeterSpec } from '../operations/compile.js'
+import type { EstimateFacts } from './input-estimate.js'
 import type { ChunkFilter } from './usage-chunk-filter.js'
 import type { Usage } from './usage.js'
 
@@ -11,8 +12,6 @@ export interface RequestFacts {
   multipartFields?: Record<string, string>
   /** Seconds of uploaded audio, when the upload's header told. */
   audioSeconds?: number
-  /** Characters of prompt text, when the gateway counted them; else they are counted from `json`. */
-  inputChars?: number
 }
 
 export interface MeterInput {
@@ -30,6 +29,8 @@ export interface MeterInput {
    * meter also offers `filter`, which leaves that chunk out as it meters (one walk for both).
    */
   dropUsageEvents?: boolean
+  /** What an estimate needs of the answering model (tokenizer, media bound, context, output ceiling). */
+  estimate?: EstimateFacts
 }
 
 /** Sees the upstream's response bytes as they pass and tells the usage at the end. */

@@ -6,10 +6,10 @@ import { createImageMeter } from './image-meter.js'
 import { createJobMeter, createJobPollMeter } from './job-meter.js'
 import type { Meter, MeterInput } from './meter-types.js'
 import type { ChunkFilter } from './usage-chunk-filter.js'
-import { requestChars } from './request-text.js'
+import { estimateUsage } from './estimate.js'
 import { tokenDialect } from './token-dialects.js'
 import { createTokenMeter } from './token-meter.js'
-import { emptyUsage, tokensFromChars, tokenUsage, type Usage } from './usage.js'
+import { emptyUsage, tokenUsage, type Usage } from './usage.js'
 
 export type { Meter, MeterInput, RequestFacts } from './meter-types.js'
 
@@ -36,8 +36,8 @@ function meterFor (input: MeterInput): Meter {
 
 /** What is billed when a meter itself failed: the request's estimate, marked as such. */
 function fallbackUsage (input: MeterInput): Usage {
-  const usage = tokenUsage(undefined, { inputTokens: tokensFromChars(requestChars(input.request)), outputTokens: 0 })
   const spec = input.meter
+  const usage = tokenUsage(undefined, estimateUsage(spec.kind === 'tokens' ? spec.dialect : 'generic', input.request, input.estimate, 0))
   if ((spec.kind === 'images' && spec.perCall) || spec.kind === 'call') usage.calls = 1
   if (spec.kind === 'job') usage.jobs = 1
   return usage

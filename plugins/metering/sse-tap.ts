@@ -1,7 +1,7 @@
 // One pass over a server-sent-events stream whose events carry JSON, cheap enough for every
 // chunk of every stream. It never decodes or parses an ordinary event: it walks the bytes once,
 // following SSE lines (LF, CR or CRLF) and the strings of the JSON in `data:` lines, and
-// - counts the characters of string values under text keys, at any depth (the output estimate
+// - counts the UTF-8 bytes of string values under text keys, at any depth (the output estimate
 //   when no usage comes), and
 // - spots the few events that must be read exactly: those where a parse key (`usage`) holds an
 //   object, or where a key is written with escapes (it could be any key once decoded). Their
@@ -11,6 +11,8 @@
 // the chunks allow, and an event that must be read and that `drop` accepts is left out. An event
 // is held only until its blank line arrives, and never beyond `maxEventBytes`: a bigger one is
 // passed on as it comes (and cannot be dropped or parsed).
+
+import { escapedBytes, hexValue } from './utf8.js'
 
 const LF = 0x0a
 const CR = 0x0d
@@ -32,7 +34,7 @@ const SKIP = 4 // comments, `event:`, `id:`, `retry:` and unknown fields
 
 // What a JSON string in a data value is.
 const S_KEY = 0 // maybe a key: known once its closing quote is followed by a colon
-const S_TEXT = 1 // the value of a text key: its characters are counted
+const S_TEXT = 1 // the value of a text key: its bytes are counted
 const S_OTHER = 2 // any other value
 
 // Where the JSON is around the last string.
@@ -62,8 +64,8 @@ export interface SseTap {
   push (chunk: Buffer): Buffer[]
   /** Ends the stream: an event without its closing blank line is still handled. */
   end (): Buffer[]
-  /** Characters of text in the events not handed to onParse. */
-  textChars (): number
+  /** UTF-8 bytes of text in the events not handed to onParse. */
+  textBytes (): number
 }
 
 const NOTHING: Buffer[] = []
@@ -108,6 +110,7 @@ class Tap implements SseTap {
   private inStr = false
   private esc = false
   private hex = 0
+  private hexUnit = 0
   private kind = S_OTHER
   private keyOdd = false
   /** The key in progress began in an earlier chunk; its bytes so far are in `scratch`. */
@@ -134,7 +137,7 @@ class Tap implements SseTap {
     this.scratch = Buffer.alloc(setup.maxKeyLen)
   }
 
-  textChars (): number {
+  textBytes (): number {
     return this.textTotal
   }
 
@@ -195,6 +198,7 @@ class Tap implements SseTap {
     let inStr = this.inStr
     let esc = this.esc
     let hex = this.hex
+    let hexUnit = this.hexUnit
     let kind = this.kind
     let keyOdd = this.keyOdd
     let keySpans = this.keySpans
@@ -246,20 +250,25 @@ class Tap implements SseTap {
       if (line === VALUE) {
         if (inStr) {
           if (hex > 0) {
-            hex--
+            hexUnit = hexUnit * 16 + hexValue(c)
+            if (--hex === 0 && kind === S_TEXT) eventText += escapedBytes(hexUnit)
             continue
           }
           if (esc) {
             esc = false
-            if (c === LOWER_U) hex = 4
-            if (kind === S_TEXT) eventText++
+            if (c === LOWER_U) {
+              hex = 4
+              hexUnit = 0
+            } else if (kind === S_TEXT) {
+              eventText++
+            }
             continue
           }
           // The string's plain bytes, in one tight loop.
           if (kind === S_TEXT) {
             while (c !== QUOTE && c !== BACKSLASH && c !== LF && c !== CR) {
-              // Characters, not bytes: UTF-8 continuation bytes are 10xxxxxx.
-              if ((c & 0xc0) !== 0x80) eventText++
+              // Bytes, not characters: a token is at least one byte of the text (utf8.ts).
+              eventText++
               if (++i === n) break
               c = chunk[i] as number
             }
@@ -368,6 +377,7 @@ class Tap implements SseTap {
     this.inStr = inStr
     this.esc = esc
     this.hex = hex
+    this.hexUnit = hexUnit
     this.kind = kind
     this.keyOdd = keyOdd
     this.keySpans = keySpans

@@ -4,7 +4,7 @@
 
 import type { TokenDialectName } from '../config/types.js'
 import { isRecord } from './body-reader.js'
-import { codePoints } from './request-text.js'
+import { utf8Bytes } from './utf8.js'
 import { tokenSum, type RawUsage, type UsageField } from './usage.js'
 
 export type MutableRawUsage = { [K in UsageField]?: unknown }
@@ -12,11 +12,13 @@ export type MutableRawUsage = { [K in UsageField]?: unknown }
 /** What a stream has said so far. */
 export interface StreamState {
   usage: MutableRawUsage | undefined
-  /** Characters of generated text seen (the output estimate when no usage comes). */
-  textChars: number
+  /** UTF-8 bytes of generated text seen (the output estimate when no usage comes: utf8.ts). */
+  textBytes: number
 }
 
 export interface TokenDialect {
+  /** The dialect's name (config/operations.yaml), which also says how its request is read for an estimate. */
+  readonly name: TokenDialectName
   /** Top-level keys of a JSON answer that hold its usage. */
   readonly capture: ReadonlySet<string>
   /** Keys whose string values in a JSON answer are generated text. */
@@ -26,7 +28,7 @@ export interface TokenDialect {
   /** Reads one SSE event whose data is a JSON object. */
   event (name: string | null, data: Record<string, unknown>, state: StreamState): void
   /**
-   * How a stream of this dialect is read on the fast path (sse-tap.ts): the characters of
+   * How a stream of this dialect is read on the fast path (sse-tap.ts): the UTF-8 bytes of
    * string values under `textKeys`, anywhere in an event, are its generated text, and only the
    * events where one of `parseKeys` holds an object are parsed and given to `event` (which
    * then counts their text itself). Without it, every event is parsed.
@@ -39,7 +41,7 @@ function field (v: unknown, key: string): unknown {
 }
 
 function strLen (v: unknown): number {
-  return typeof v === 'string' ? codePoints(v) : 0
+  return typeof v === 'string' ? utf8Bytes(v) : 0
 }
 
 /** `usage` of chat.completions: prompt_tokens include the cached ones. */
@@ -94,6 +96,7 @@ export function genaiUsage (u: unknown): RawUsage | undefined {
 }
 
 const chat: TokenDialect = {
+  name: 'chat',
   capture: new Set(['usage']),
   textKeys: new Set(['content', 'reasoning_content', 'refusal', 'arguments']),
   json: (c) => chatUsage(c.get('usage')),
@@ -107,9 +110,9 @@ const chat: TokenDialect = {
     for (const choice of choices) {
       const delta = field(choice, 'delta')
       if (!isRecord(delta)) continue
-      state.textChars += strLen(delta.content) + strLen(delta.reasoning_content) + strLen(delta.refusal)
+      state.textBytes += strLen(delta.content) + strLen(delta.reasoning_content) + strLen(delta.refusal)
       const calls = delta.tool_calls
-      if (Array.isArray(calls)) for (const call of calls) state.textChars += strLen(field(field(call, 'function'), 'arguments'))
+      if (Array.isArray(calls)) for (const call of calls) state.textBytes += strLen(field(field(call, 'function'), 'arguments'))
     }
   }
 }
@@ -117,6 +120,7 @@ const chat: TokenDialect = {
 const RESPONSE_DONE: ReadonlySet<string> = new Set(['response.completed', 'response.incomplete', 'response.failed'])
 
 const responses: TokenDialect = {
+  name: 'responses',
   capture: new Set(['usage']),
   textKeys: new Set(['text', 'refusal', 'arguments']),
   json: (c) => responsesUsage(c.get('usage')),
@@ -129,12 +133,13 @@ const responses: TokenDialect = {
     }
     // output_text, refusal, reasoning text and function-call argument deltas; not audio.
     if (type.endsWith('text.delta') || type.endsWith('refusal.delta') || type.endsWith('arguments.delta')) {
-      state.textChars += strLen(data.delta)
+      state.textBytes += strLen(data.delta)
     }
   }
 }
 
 const messages: TokenDialect = {
+  name: 'messages',
   capture: new Set(['usage']),
   textKeys: new Set(['text', 'thinking']),
   json: (c) => messagesUsage(c.get('usage')),
@@ -156,12 +161,13 @@ const messages: TokenDialect = {
       state.usage = next
     } else if (type === 'content_block_delta') {
       const delta = data.delta
-      if (isRecord(delta)) state.textChars += strLen(delta.text) + strLen(delta.partial_json) + strLen(delta.thinking)
+      if (isRecord(delta)) state.textBytes += strLen(delta.text) + strLen(delta.partial_json) + strLen(delta.thinking)
     }
   }
 }
 
 const genai: TokenDialect = {
+  name: 'genai',
   capture: new Set(['usageMetadata']),
   textKeys: new Set(['text']),
   json: (c) => genaiUsage(c.get('usageMetadata')),
@@ -172,7 +178,7 @@ const genai: TokenDialect = {
     if (!Array.isArray(candidates)) return
     for (const candidate of candidates) {
       const parts = field(field(candidate, 'content'), 'parts')
-      if (Array.isArray(parts)) for (const part of parts) state.textChars += strLen(field(part, 'text'))
+      if (Array.isArray(parts)) for (const part of parts) state.textBytes += strLen(field(part, 'text'))
     }
   }
 }

@@ -1,12 +1,13 @@
 import { eventJson, firstNonSpace, isRecord, parseCaptured } from './body-reader.js'
 import { createJsonScanner, type JsonScanner } from './json-scan.js'
 import type { Meter, MeterInput } from './meter-types.js'
-import { codePoints, requestChars } from './request-text.js'
+import { estimateUsage } from './estimate.js'
 import { createSseParser, type SseEvent, type SseParser } from './sse.js'
 import { createSseTap, type SseTap } from './sse-tap.js'
 import type { StreamState, TokenDialect } from './token-dialects.js'
 import { createUsageEventFilter, isUsageOnlyEvent, USAGE_EVENT_MAX_BYTES, type ChunkFilter } from './usage-chunk-filter.js'
-import { tokensFromChars, tokenUsage, type RawUsage, type Usage } from './usage.js'
+import { tokenUsage, type RawUsage, type Usage } from './usage.js'
+import { utf8Bytes } from './utf8.js'
 
 /**
  * A JSON answer up to this size is kept (the relay holds its chunks anyway) and parsed whole
@@ -20,7 +21,7 @@ const MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 const BOM_FIRST_BYTE = 0xef
 
-/** Characters of the string values under text keys, at any depth (as json-scan.ts counts them). */
+/** UTF-8 bytes of the string values under text keys, at any depth (as json-scan.ts counts them). */
 function textUnder (value: unknown, textKeys: ReadonlySet<string>): number {
   let total = 0
   const pending: unknown[] = [value]
@@ -32,7 +33,7 @@ function textUnder (value: unknown, textKeys: ReadonlySet<string>): number {
       for (const key of Object.keys(v)) {
         const x = v[key]
         if (typeof x === 'string') {
-          if (textKeys.has(key)) total += codePoints(x)
+          if (textKeys.has(key)) total += utf8Bytes(x)
         } else if (typeof x === 'object' && x !== null) {
           pending.push(x)
         }
@@ -56,7 +57,7 @@ function capturedOf (value: unknown, capture: ReadonlySet<string>): Map<string, 
 /**
  * Meters a token-billed text answer, JSON or SSE, in the given dialect; the body's first byte
  * says which. Missing or rejected counts fall back to the request's text (input) and the
- * generated text seen (output).
+ * generated text seen (output), estimated only then (estimate.ts).
  *
  * With `input.dropUsageEvents` it also offers `filter`: the fast tap then filters as it meters
  * (sse-tap's drop), so a chat stream is walked once for both. Its events are then held, and
@@ -64,7 +65,7 @@ function capturedOf (value: unknown, capture: ReadonlySet<string>): Map<string, 
  * text counted, as the filter alone would pass it.
  */
 export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Meter {
-  const state: StreamState = { usage: undefined, textChars: 0 }
+  const state: StreamState = { usage: undefined, textBytes: 0 }
   // The event last handed to the tap's onParse and the JSON of its data: the filter's drop,
   // which the tap asks next about the same bytes, decides on that parse.
   let parsedRaw: Buffer | null = null
@@ -127,18 +128,18 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
     return chunk.subarray(at)
   }
 
-  const outputJson = (): { usage: RawUsage | undefined, textChars: number } => {
+  const outputJson = (): { usage: RawUsage | undefined, textBytes: number } => {
     if (scanner === null) {
       try {
         const value: unknown = JSON.parse(Buffer.concat(held, heldBytes).toString('utf8'))
-        return { usage: dialect.json(capturedOf(value, dialect.capture)), textChars: textUnder(value, dialect.textKeys) }
+        return { usage: dialect.json(capturedOf(value, dialect.capture)), textBytes: textUnder(value, dialect.textKeys) }
       } catch {
         // A cut or malformed answer: the scanner keeps what it can read of it.
         scanner = toScanner()
       }
     }
     const scan = scanner.result()
-    return { usage: dialect.json(parseCaptured(scan.captured)), textChars: scan.textChars }
+    return { usage: dialect.json(parseCaptured(scan.captured)), textBytes: scan.textBytes }
   }
 
   /** Meters a chunk once the mode is known. */
@@ -212,21 +213,21 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
     ...(filtering ? { filter } : {}),
     finish: (): Usage => {
       if (failure !== null) throw failure
-      const inputTokens = tokensFromChars(requestChars(input.request))
+      // Only a missing or rejected count asks for the estimate (tokenUsage calls it then).
+      const estimate = (outputBytes: number) => () => estimateUsage(dialect.name, input.request, input.estimate, outputBytes)
       if (mode === 'json') {
         const out = outputJson()
-        return tokenUsage(out.usage, { inputTokens, outputTokens: tokensFromChars(out.textChars) })
+        return tokenUsage(out.usage, estimate(out.textBytes))
       }
-      let fastChars = 0
+      let fastBytes = 0
       if (tap !== null) {
         const t: SseTap = tap
         t.end()
-        fastChars = t.textChars()
+        fastBytes = t.textBytes()
       } else {
         parser?.end()
       }
-      const textChars = state.textChars + fastChars
-      return tokenUsage(state.usage, { inputTokens, outputTokens: tokensFromChars(textChars) })
+      return tokenUsage(state.usage, estimate(state.textBytes + fastBytes))
     }
   }
 }

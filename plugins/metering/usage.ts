@@ -104,12 +104,17 @@ export function tokensFromChars (chars: number): number {
 /**
  * Token usage from an upstream report, each missing or rejected count replaced by the estimate.
  * `reported` only when both counts came from the upstream and nothing it sent was rejected.
+ * A function as `estimate` is called only when a count is missing: a request whose usage was
+ * reported never pays for the estimate (tokenizers.ts).
  */
-export function tokenUsage (raw: RawUsage | undefined, estimate: TokenEstimate): Usage {
+export function tokenUsage (raw: RawUsage | undefined, estimate: TokenEstimate | (() => TokenEstimate)): Usage {
   const { counts, rejected } = sanitize(raw ?? {})
   const usage = emptyUsage()
-  usage.inputTokens = counts.inputTokens ?? estimate.inputTokens
-  usage.outputTokens = counts.outputTokens ?? estimate.outputTokens
+  const guess = counts.inputTokens !== undefined && counts.outputTokens !== undefined
+    ? undefined
+    : typeof estimate === 'function' ? estimate() : estimate
+  usage.inputTokens = counts.inputTokens ?? guess?.inputTokens ?? 0
+  usage.outputTokens = counts.outputTokens ?? guess?.outputTokens ?? 0
   // A cached count only means something next to the reported input count it is part of.
   usage.cachedInputTokens = counts.inputTokens !== undefined ? counts.cachedInputTokens ?? 0 : 0
   usage.reported = counts.inputTokens !== undefined && counts.outputTokens !== undefined && rejected.length === 0

@@ -45,6 +45,7 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
     overage: settled.overage,
     unrecovered: settled.unrecovered,
     billingStatus: settled.billing,
+    idempotencyKey: ctx.state.idempotency?.key ?? null,
     overheadMs: outcome.overheadMs,
     upstreamMs: outcome.upstreamMs,
     totalMs: Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,

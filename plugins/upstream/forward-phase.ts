@@ -17,6 +17,7 @@ import {
 } from './forward.js'
 import type { CompiledPool, CompiledProvider, Upstreams } from './providers.js'
 import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
+import { estimateFacts } from './estimate-facts.js'
 import { FirstByteDeadline } from './first-byte.js'
 import { relay, relayOutcome, type RelayEnd } from './relay.js'
 
@@ -76,7 +77,7 @@ function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolea
     sse,
     status,
     dropUsageEvents,
-    ...(model ? { unit: model.pricing.unit } : {}),
+    ...(model ? { unit: model.pricing.unit, estimate: estimateFacts(ctx, model) } : {}),
     request: {
       ...(body?.kind === 'json' ? { json: body.json } : {}),
       ...(body?.kind === 'multipart' ? { multipartFields: body.summary.fields } : {}),

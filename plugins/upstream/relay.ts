@@ -94,7 +94,11 @@ export function relay (o: RelayOptions): void {
     waiting = false
     res.off('drain', resume)
     if (o.drainTimeoutMs <= 0) {
-      // Cancelled now: the provider stops generating, and the meter has what was read.
+      // Cancelled now: the provider stops generating. What was read from it but not yet
+      // relayed (buffered while the client's socket was full, or arrived this turn) was
+      // produced and is billed: read() hands each buffered chunk to the data handler, which
+      // meters it (and writes nothing, the client being gone) before the settle.
+      if (!body.destroyed) while (body.read() !== null) { /* metered by the data handler */ }
       finish(goneAs)
       o.abortUpstream()
       return

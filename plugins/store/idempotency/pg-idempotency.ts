@@ -35,10 +35,21 @@ export function createPgIdempotencyStore (pool: Pool, clock: Clock): Idempotency
       const r = await pool.query("UPDATE idempotency_keys SET expires_at = $1 WHERE state = 'running' AND owner = ANY($2::text[])", [until, owners])
       return r.rowCount ?? 0
     },
-    async complete (owner, retainMs) {
+    async complete (owner, retainMs, jobId) {
       const until = new Date(clock.now().getTime() + retainMs)
-      const r = await pool.query("UPDATE idempotency_keys SET state = 'done', expires_at = $1 WHERE owner = $2 AND state = 'running'", [until, owner])
+      const r = await pool.query("UPDATE idempotency_keys SET state = 'done', expires_at = $1, job_id = COALESCE($3, job_id) WHERE owner = $2 AND state = 'running'", [until, owner, jobId ?? null])
       return r.rowCount === 1
+    },
+    async linkJob (owner, jobId, retainMs) {
+      const until = new Date(clock.now().getTime() + retainMs)
+      const r = await pool.query("UPDATE idempotency_keys SET state = 'done', expires_at = $1, job_id = $3 WHERE owner = $2 AND state = 'running'", [until, owner, jobId])
+      return r.rowCount === 1
+    },
+    async original (accountId, key) {
+      const r = await pool.query<{ owner: string, job_id: string | null }>(
+        'SELECT owner, job_id FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND expires_at > $3', [accountId, key, clock.now()])
+      const row = r.rows[0]
+      return row === undefined ? null : { requestId: row.owner, jobId: row.job_id }
     },
     async release (owner) {
       const r = await pool.query("DELETE FROM idempotency_keys WHERE owner = $1 AND state = 'running'", [owner])

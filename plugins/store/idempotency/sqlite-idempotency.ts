@@ -15,7 +15,9 @@ ON CONFLICT (account_id, idem_key) DO UPDATE
 RETURNING owner`)
   const existing = db.prepare('SELECT fingerprint, state FROM idempotency_keys WHERE account_id = ? AND idem_key = ?')
   const renew = db.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE state = 'running' AND owner IN (SELECT value FROM json_each(?))")
-  const complete = db.prepare("UPDATE idempotency_keys SET state = 'done', expires_at = ? WHERE owner = ? AND state = 'running'")
+  const complete = db.prepare("UPDATE idempotency_keys SET state = 'done', expires_at = ?, job_id = COALESCE(?, job_id) WHERE owner = ? AND state = 'running'")
+  const linkJob = db.prepare("UPDATE idempotency_keys SET state = 'done', expires_at = ?, job_id = ? WHERE owner = ? AND state = 'running'")
+  const original = db.prepare<[string, string, number], { owner: string, job_id: string | null }>('SELECT owner, job_id FROM idempotency_keys WHERE account_id = ? AND idem_key = ? AND expires_at > ?')
   const release = db.prepare("DELETE FROM idempotency_keys WHERE owner = ? AND state = 'running'")
   const purge = db.prepare('DELETE FROM idempotency_keys WHERE expires_at <= ?')
   // The claim and the read of what it met run in one transaction: nothing changes in between.
@@ -34,8 +36,15 @@ RETURNING owner`)
       if (owners.length === 0) return 0
       return renew.run(clock.now().getTime() + leaseMs, JSON.stringify(owners)).changes
     },
-    async complete (owner, retainMs) {
-      return complete.run(clock.now().getTime() + retainMs, owner).changes === 1
+    async complete (owner, retainMs, jobId) {
+      return complete.run(clock.now().getTime() + retainMs, jobId ?? null, owner).changes === 1
+    },
+    async linkJob (owner, jobId, retainMs) {
+      return linkJob.run(clock.now().getTime() + retainMs, jobId, owner).changes === 1
+    },
+    async original (accountId, key) {
+      const row = original.get(accountId, key, clock.now().getTime())
+      return row === undefined ? null : { requestId: row.owner, jobId: row.job_id }
     },
     async release (owner) {
       return release.run(owner).changes === 1

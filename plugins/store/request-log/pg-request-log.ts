@@ -26,6 +26,7 @@ interface Row {
   overage: string | null
   unrecovered: string | null
   billing_status: string
+  idempotency_key: string | null
   overhead_ms: number | null
   upstream_ms: number | null
   total_ms: number
@@ -58,6 +59,7 @@ const COLUMNS: ReadonlyArray<readonly [string, string, (row: RequestLogRow) => u
   ['upstream_ms', 'float8', (r) => r.upstreamMs],
   ['total_ms', 'float8', (r) => r.totalMs],
   ['created_at', 'timestamptz', (r) => r.createdAt.toISOString()],
+  ['idempotency_key', 'text', (r) => cleanText(r.idempotencyKey)],
 ]
 
 // One parameter per column whatever the batch size (a VALUES list would hit the 65,535
@@ -90,6 +92,7 @@ function decode (row: Row): RequestLogRow {
     overage: big(row.overage),
     unrecovered: big(row.unrecovered),
     billingStatus: row.billing_status as BillingStatus,
+    idempotencyKey: row.idempotency_key,
     overheadMs: row.overhead_ms,
     upstreamMs: row.upstream_ms,
     totalMs: row.total_ms,
@@ -118,6 +121,7 @@ export function createPgRequestLogStore (pool: Pool): RequestLogStore {
         return `$${params.length}`
       }
       if (q.accountId !== undefined) where.push(`account_id = ${param(q.accountId)}`)
+      if (q.idempotencyKey !== undefined) where.push(`idempotency_key = ${param(q.idempotencyKey)}`)
       if (q.from !== undefined) where.push(`created_at >= ${param(q.from)}`)
       if (q.to !== undefined) where.push(`created_at < ${param(q.to)}`)
       if (q.before !== undefined) {

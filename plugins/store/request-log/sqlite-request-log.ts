@@ -26,6 +26,7 @@ interface Row {
   overage: bigint | null
   unrecovered: bigint | null
   billing_status: string
+  idempotency_key: string | null
   overhead_ms: number | null
   upstream_ms: number | null
   total_ms: number
@@ -38,7 +39,7 @@ type SqlValue = string | number | bigint | null
 const COLUMNS = [
   'request_id', 'account_id', 'key_id', 'route', 'operation', 'requested_model', 'answered_model', 'status',
   'outcome', 'error_code', 'stream', 'usage', 'usage_reported', 'cost', 'held', 'hold_id', 'posting_id',
-  'overage', 'unrecovered', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at',
+  'overage', 'unrecovered', 'billing_status', 'overhead_ms', 'upstream_ms', 'total_ms', 'created_at', 'idempotency_key',
 ] as const satisfies ReadonlyArray<keyof Row>
 
 /**
@@ -83,7 +84,8 @@ function encode (row: RequestLogRow, out: SqlValue[]): void {
     row.overheadMs,
     row.upstreamMs,
     row.totalMs,
-    row.createdAt.getTime()
+    row.createdAt.getTime(),
+    cleanText(row.idempotencyKey)
   )
 }
 
@@ -109,6 +111,7 @@ function decode (row: Row): RequestLogRow {
     overage: row.overage,
     unrecovered: row.unrecovered,
     billingStatus: row.billing_status as BillingStatus,
+    idempotencyKey: row.idempotency_key,
     overheadMs: row.overhead_ms,
     upstreamMs: row.upstream_ms,
     totalMs: row.total_ms,
@@ -133,13 +136,14 @@ export function createSqliteRequestLogStore (db: Database): RequestLogStore {
     }
   })
   const byId = db.prepare<[string], Row>('SELECT * FROM request_log WHERE request_id = ?')
-  // One statement per filter combination (at most 16): `? IS NULL OR …` would keep
+  // One statement per filter combination (at most 32): `? IS NULL OR …` would keep
   // SQLite from choosing the (account_id, created_at, request_id) index.
   const pages = new Map<string, Statement<Record<string, SqlValue>, Row>>()
 
   function pageStatement (q: RequestLogQuery): Statement<Record<string, SqlValue>, Row> {
     const where: string[] = []
     if (q.accountId !== undefined) where.push('account_id = @account_id')
+    if (q.idempotencyKey !== undefined) where.push('idempotency_key = @idempotency_key')
     if (q.from !== undefined) where.push('created_at >= @from')
     if (q.to !== undefined) where.push('created_at < @to')
     if (q.before !== undefined) where.push('(created_at, request_id) < (@cursor_at, @cursor_id)')
@@ -165,6 +169,7 @@ export function createSqliteRequestLogStore (db: Database): RequestLogStore {
       const limit = checkLimit(q.limit)
       const params: Record<string, SqlValue> = { limit: limit + 1 }
       if (q.accountId !== undefined) params['account_id'] = q.accountId
+      if (q.idempotencyKey !== undefined) params['idempotency_key'] = q.idempotencyKey
       if (q.from !== undefined) params['from'] = q.from.getTime()
       if (q.to !== undefined) params['to'] = q.to.getTime()
       if (q.before !== undefined) {

@@ -49,6 +49,8 @@ export interface RequestLogRow {
    */
   unrecovered: bigint | null
   billingStatus: BillingStatus
+  /** The client's `X-Idempotency-Key` (validated printable ASCII), or null when it sent none. */
+  idempotencyKey: string | null
   /** Time spent in the gateway itself. */
   overheadMs: number | null
   upstreamMs: number | null
@@ -58,6 +60,8 @@ export interface RequestLogRow {
 
 export interface RequestLogQuery {
   accountId?: string
+  /** Only the requests sent with this `X-Idempotency-Key` (the original and its retries). */
+  idempotencyKey?: string
   /** Inclusive lower bound on createdAt. */
   from?: Date
   /** Exclusive upper bound on createdAt. */

@@ -57,6 +57,7 @@ export function checkRequestLogRow (row: RequestLogRow): string | null {
     return 'requestedModel, answeredModel and errorCode must be strings or null'
   }
   if (!isOptText(row.holdId) || !isOptText(row.postingId)) return 'holdId and postingId must be strings or null'
+  if (!isOptText(row.idempotencyKey)) return 'idempotencyKey must be a string or null'
   if (!Number.isInteger(row.status) || row.status < 0 || row.status > 999) return 'status must be an integer in 0..999'
   if (typeof row.stream !== 'boolean') return 'stream must be a boolean'
   if (row.usage !== null) {

@@ -13,5 +13,6 @@ import { consoleTables } from './010-console.js'
 import { modelStatus } from './011-model-status.js'
 import { instances } from './012-instances.js'
 import { boundedAccount } from './013-bounded-account.js'
+import { idempotencyRecovery } from './014-idempotency-recovery.js'
 
-export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, keyCaps, consoleTables, modelStatus, instances, boundedAccount]
+export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, keyCaps, consoleTables, modelStatus, instances, boundedAccount, idempotencyRecovery]
