@@ -42,6 +42,8 @@ export interface ServerConfig {
   keep_alive_timeout_ms: number
   /** Most open connections per client address; 0 no cap (LIMIT_RATE_EXCEEDED beyond it). */
   max_connections_per_address: number
+  /** Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses, CIDRs, loopback…); empty: none. */
+  trust_proxy: string[]
   /** On shutdown, how long in-flight answers may still run before connections are closed, ms. */
   shutdown_grace_ms: number
 }
