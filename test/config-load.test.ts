@@ -65,7 +65,8 @@ t.test('defaults are filled', async (t) => {
     connection_idle_timeout_ms: 300000,
     keep_alive_timeout_ms: 72000,
     max_connections_per_address: 1024,
-    shutdown_grace_ms: 30000
+    shutdown_grace_ms: 30000,
+    trust_proxy: []
   })
   const route = config.routes[0]
   t.same(route?.aliases, [])

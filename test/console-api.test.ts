@@ -4,8 +4,8 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { startTestGateway } from './helpers/gateway.js'
 import { writeTestConfig } from './helpers/test-config.js'
-import { consoleClient, PASSWORD, uniqueEmail } from './helpers/console.js'
-import { expectCode } from './helpers/console-api-suite.js'
+import { consoleClient, PASSWORD, signedInClient, uniqueEmail } from './helpers/console.js'
+import { CONSOLE_ADMIN_TOKEN, expectCode } from './helpers/console-api-suite.js'
 
 t.test('closed sign-up, and a console turned off', async (t) => {
   const closed = writeTestConfig((c) => { (c as unknown as Record<string, Record<string, unknown>>).console = { signup: 'closed' } })
@@ -44,4 +44,17 @@ t.test('the page: strict CSP, no inline script, no secret', async (t) => {
   }
   const source = readFileSync(new URL('../plugins/console/page/app.js', import.meta.url), 'utf8')
   t.notMatch(source, /innerHTML|insertAdjacentHTML|eval\(|new Function/, 'the script never parses server text as HTML or code')
+})
+
+t.test('no trusted proxy (the default): X-Forwarded-Proto and X-Forwarded-For mean nothing', async (t) => {
+  const gw = await startTestGateway({ server: { adminToken: CONSOLE_ADMIN_TOKEN } })
+  t.teardown(() => gw.close())
+  t.same(gw.config.server.trust_proxy, [], 'the shipped gateway.yaml trusts no proxy')
+  const user = await signedInClient(gw.url, CONSOLE_ADMIN_TOKEN)
+  const c = consoleClient(gw.url, '203.0.113.9')
+  const res = await c.call('POST', '/signin', { email: user.email, password: PASSWORD }, { 'x-forwarded-proto': 'https' })
+  t.equal(res.status, 200)
+  t.notMatch(res.headers.get('set-cookie') ?? '', /Secure/, 'not Secure: the claim of https came from an untrusted peer')
+  const sessions = await c.ok<{ data: Array<{ current: boolean, address: string }> }>('GET', '/sessions')
+  t.equal(sessions.data.find((s) => s.current)?.address, '127.0.0.1', 'the peer address, not the forwarded one')
 })

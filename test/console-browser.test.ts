@@ -1,12 +1,16 @@
 // The console page in a real headless Chromium (Debian's, driven by playwright-core): sign up,
 // verify with the code from the outbox, sign in, create a key, call the gateway with it through
 // the OpenAI SDK, see the request and its charge on the dashboard, restrict the key
-// (MODEL_ACCESS_DENIED), revoke it (AUTH_INVALID_API_KEY). Screenshots: test/artifacts/console/.
+// (MODEL_ACCESS_DENIED), revoke it (AUTH_INVALID_API_KEY), reset the password by an emailed code
+// and sign in with the new one, and see what the page says once code requests are throttled.
+// Screenshots: test/artifacts/console/.
 import { existsSync, mkdirSync } from 'node:fs'
 import t from 'tap'
 import { OpenAI } from 'openai'
 import { startTestGateway } from './helpers/gateway.js'
 import { outboxCode, PASSWORD, uniqueEmail } from './helpers/console.js'
+
+const NEW_PASSWORD = 'a new and longer passphrase 7'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const ADMIN_TOKEN = 'console-browser-admin-token-0123456789'
@@ -19,7 +23,7 @@ if (!existsSync(CHROMIUM)) {
   mkdirSync(ARTIFACTS, { recursive: true })
   const shot = (name: string): { path: string, fullPage: boolean } => ({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true })
 
-  t.test('sign up, verify, sign in, key, SDK call, dashboard, restrict, revoke', async (t) => {
+  t.test('sign up, verify, sign in, key, SDK call, dashboard, restrict, revoke, password reset, throttled', async (t) => {
     const gw = await startTestGateway({ server: { adminToken: ADMIN_TOKEN } })
     t.teardown(() => gw.close())
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] })
@@ -41,14 +45,17 @@ if (!existsSync(CHROMIUM)) {
       page.getByRole('button', { name: 'Sign up' }).click()
     ])
     t.equal(signupRes.status(), 201, 'signed up')
-    const accountId = (await signupRes.json() as { account_id: string }).account_id
     await page.waitForURL(/#verify/)
 
-    // Verify with the code the outbox holds.
+    // Verify with the code the outbox holds: the account exists from then on.
     const code = await outboxCode(gw.url, ADMIN_TOKEN, email)
     await page.getByLabel('Code from the email').fill(code)
     await page.screenshot(shot('02-verify'))
-    await page.getByRole('button', { name: 'Verify' }).click()
+    const [verifyRes] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/console/v1/verify')),
+      page.getByRole('button', { name: 'Verify' }).click()
+    ])
+    const accountId = (await verifyRes.json() as { account_id: string }).account_id
     await page.waitForURL(/#signin/)
 
     // Money for the calls, then sign in.
@@ -126,6 +133,61 @@ if (!existsSync(CHROMIUM)) {
     }
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.waitForURL(/#signin/)
+
+    // Forgot the password: a reset code by mail, a new password, sign in with it.
+    await page.getByRole('link', { name: 'Forgot your password?' }).click()
+    await page.waitForURL(/#reset/)
+    const status = page.locator('#status')
+    await page.getByLabel('Email', { exact: true }).fill(email)
+    const [resetRes] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/console/v1/password/reset')),
+      page.getByRole('button', { name: 'Send reset code' }).click()
+    ])
+    t.equal(resetRes.status(), 202, 'reset requested')
+    t.equal(await status.textContent(), 'If the address has an account, a reset code is on its way.', 'the page says a code may be on its way')
+    const resetCode = await outboxCode(gw.url, ADMIN_TOKEN, email)
+    await page.getByLabel('Code from the email').fill(resetCode)
+    await page.getByLabel('New password').fill(NEW_PASSWORD)
+    await page.screenshot(shot('09-reset'))
+    await page.getByRole('button', { name: 'Set new password' }).click()
+    await page.waitForURL(/#signin/)
+    t.equal(await status.textContent(), 'Password changed; every session was signed out. Sign in with the new password.', 'the page says the password changed')
+    t.equal(await page.getByLabel('Email', { exact: true }).inputValue(), email, 'the email is filled in')
+    await page.getByLabel('Password').fill(PASSWORD)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await status.filter({ hasText: 'AUTH_CREDENTIALS_INVALID' }).waitFor()
+    await page.getByLabel('Password').fill(NEW_PASSWORD)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(/#dashboard/)
+    await page.locator('#balance').waitFor()
+    t.pass('signed in with the new password')
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL(/#signin/)
+
+    // Code requests for one address are throttled: what a person sees. The sign-up and the reset
+    // above each mailed one code; the hour's budget allows `mails_per_email_per_hour`.
+    await page.goto(`${gw.url}/console#reset?email=${encodeURIComponent(email)}`)
+    const budget = gw.config.console.mails_per_email_per_hour
+    const statuses: number[] = []
+    for (let i = 3; i <= budget; i++) {
+      const [res] = await Promise.all([
+        page.waitForResponse((r) => r.url().endsWith('/console/v1/password/reset')),
+        page.getByRole('button', { name: 'Send reset code' }).click()
+      ])
+      statuses.push(res.status())
+    }
+    t.same(statuses, Array(budget - 2).fill(202), `${budget} code mails in the hour`)
+    const [limited] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/console/v1/password/reset')),
+      page.getByRole('button', { name: 'Send reset code' }).click()
+    ])
+    t.equal(limited.status(), 429, 'the next request is throttled')
+    const wait = Number(limited.headers()['retry-after'])
+    t.ok(wait > 3000 && wait <= 3600, `Retry-After: the rest of the hour (${wait} s)`)
+    await status.filter({ hasText: 'Too many' }).waitFor()
+    t.equal(await status.textContent(), `Too many attempts. Try again in ${Math.ceil(wait / 60)} minutes.`, 'the page says to wait, and how long')
+    t.equal(await status.getAttribute('class'), 'error', 'shown as an error')
+    await page.screenshot(shot('10-throttled'))
     t.same(cspViolations, [], 'no CSP violation and no script error on any page')
   })
 }

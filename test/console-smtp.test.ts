@@ -69,7 +69,7 @@ t.test('the verification code is mailed through SMTP, with its credentials, and 
   const code = /verification code is (\d{6})/.exec(mail.data)?.[1]
   t.ok(code, 'the mail carries a six-digit code')
   t.same(await outbox(gw.url, email), [], 'nothing in the outbox')
-  t.same(await c.ok('POST', '/verify', { email, code }), { email, verified: true }, 'the mailed code verifies')
+  t.match(await c.ok('POST', '/verify', { email, code }), { email, verified: true }, 'the mailed code verifies')
 })
 
 t.test('an SMTP server that is down: sign-up still answers, the code is neither mailed nor kept', async (t) => {

@@ -42,6 +42,8 @@ export interface ServerConfig {
   keep_alive_timeout_ms: number
   /** Most open connections per client address; 0 no cap (LIMIT_RATE_EXCEEDED beyond it). */
   max_connections_per_address: number
+  /** Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses, CIDRs, loopback…); empty: none. */
+  trust_proxy: string[]
   /** On shutdown, how long in-flight answers may still run before connections are closed, ms. */
   shutdown_grace_ms: number
 }
@@ -374,8 +376,10 @@ export interface ConsoleConfig {
   enabled: boolean
   /** open: self-service sign-up; closed: AUTH_SIGNUP_NOT_ALLOWED. */
   signup: 'open' | 'closed'
-  /** Shortest password accepted at sign-up. */
+  /** Shortest password accepted at sign-up and reset, characters. */
   password_min_length: number
+  /** Longest password accepted anywhere, characters (REQUEST_INVALID before hashing). */
+  password_max_length: number
   /** Session lifetime from sign-in, ms. */
   session_ttl_ms: number
   /** Reveal needs a sign-in at most this old, ms. */
@@ -384,14 +388,28 @@ export interface ConsoleConfig {
   verification_code_ttl_ms: number
   /** Wrong codes before the pending code is void. */
   verification_max_attempts: number
-  /** Failed sign-ins (address + email) before a proof-of-work is required. */
+  /** Guesses at email codes one address may receive per hour (all codes and resends). */
+  code_guesses_per_email_per_hour: number
+  /** Sign-ups, resends and reset requests (each may mail) for one address per hour. */
+  mails_per_email_per_hour: number
+  /** Resends and reset requests from one client address per hour. */
+  mail_requests_per_address_per_hour: number
+  /** Sign-up attempts from one client address per hour. */
+  signups_per_address_per_hour: number
+  /** Failed sign-ins (per client address, or per email) before a proof-of-work is required. */
   human_check_after_failures: number
   /** Leading zero bits of a proof-of-work solution's SHA-256. */
   human_check_difficulty: number
-  /** Failed sign-ins (address + email) per window before 429. */
+  /** Failed sign-ins from one client address per window before 429. */
   signin_max_failures: number
+  /** Failed sign-ins for one email (from all addresses) per window before 429. */
+  signin_max_failures_per_email: number
   /** Sign-in failure window, ms. */
   signin_failure_window_ms: number
+  /** Password hashes run at once. */
+  password_hash_concurrency: number
+  /** Password hashes that may wait; beyond, 429. */
+  password_hash_queue: number
   /** Extra domains refused as disposable. */
   blocked_email_domains: string[]
   /** SMTP server for verification mail; empty: the outbox only. */

@@ -41,7 +41,7 @@ let shared: Ajv | undefined
 function schemaSet (): Ajv {
   if (shared !== undefined) return shared
   const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, verbose: true })
-  addFormats(ajv, ['hostname'])
+  addFormats(ajv, ['hostname', 'ipv4', 'ipv6'])
   for (const schema of readSchemas().values()) ajv.addSchema(schema)
   shared = ajv
   return ajv

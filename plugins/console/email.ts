@@ -23,6 +23,17 @@ export function normaliseEmail (input: unknown): string | null {
   return email
 }
 
+/**
+ * The mailbox an address delivers to, the subject of per-email budgets: a `+tag` sub-address
+ * folds into its base (`ann+x@example.org` → `ann@example.org`), so tags buy no extra mails,
+ * guesses or sign-in failures. Accounts keep the address as typed (tags are allowed).
+ */
+export function mailbox (email: string): string {
+  const at = email.lastIndexOf('@')
+  const plus = email.indexOf('+')
+  return plus > 0 && plus < at ? email.slice(0, plus) + email.slice(at) : email
+}
+
 let maintained: ReadonlySet<string> | undefined
 
 /** The maintained list (about 120 000 domains), read once per process. */

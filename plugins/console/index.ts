@@ -3,6 +3,7 @@
 // It is no phase of the model-request pipeline: the gateway registers it beside the pipeline's
 // routes (config `console.enabled`), on the same store, so it costs model requests nothing.
 import type { FastifyInstance } from 'fastify'
+import { logRouteCalls } from '../access-log/route-calls.js'
 import { adminContext, type AdminContext } from '../admin/service.js'
 import type { GatewayConfig } from '../config/types.js'
 import { compileCatalogue, gatewayError } from '../errors/index.js'
@@ -11,13 +12,15 @@ import { consoleApi } from './api.js'
 import { openConsoleStore, type ConsoleStore } from './console-store.js'
 import { consolePage } from './page.js'
 
-export { openConsoleStore, type ConsoleStore, type ConsoleSession, type ConsoleUser, type OutboxMessage } from './console-store.js'
+export { openConsoleStore, type ConsoleStore, type ConsoleSession, type ConsoleUser, type OutboxMessage, type PendingSignup } from './console-store.js'
 export { CONSOLE_CSP } from './page.js'
 export { solveChallenge, leadingZeroBits, hashPassword, verifyPassword } from './secrets.js'
-export { normaliseEmail, DisposableDomains } from './email.js'
+export { normaliseEmail, mailbox, DisposableDomains } from './email.js'
 export { SESSION_COOKIE, CSRF_HEADER } from './session.js'
 
 export const CONSOLE_PREFIX = '/console'
+/** The `msg` of the console's access-log lines (one per page or API call). */
+export const CONSOLE_ACCESS_LOG_MESSAGE = 'console request'
 
 export interface ConsoleOptions {
   config: GatewayConfig
@@ -29,6 +32,7 @@ export interface ConsoleOptions {
 export async function consolePlugin (app: FastifyInstance, opts: ConsoleOptions): Promise<void> {
   const catalogue = compileCatalogue(opts.config.errors, opts.config.server)
   const consoleStore = openConsoleStore(opts.store.backend)
+  logRouteCalls(app, { log: app.log, config: opts.config.observability?.access_log, message: CONSOLE_ACCESS_LOG_MESSAGE })
   await app.register(consolePage)
   await app.register(consoleApi, {
     prefix: '/v1',

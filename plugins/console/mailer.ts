@@ -7,6 +7,8 @@ import { createTransport, type Transporter } from 'nodemailer'
 export interface ConsoleMail { to: string, subject: string, body: string }
 
 export interface Mailer {
+  /** True when mail goes out through SMTP (else the caller keeps the outbox). */
+  readonly smtp: boolean
   /** True when the mail was handed to the SMTP server; false when there is none (outbox). */
   send (mail: ConsoleMail): Promise<boolean>
   close (): void
@@ -14,9 +16,10 @@ export interface Mailer {
 
 /** Mail through `smtpUrl`; with an empty URL, none (the caller keeps the outbox). */
 export function createMailer (smtpUrl: string, from: string, log: FastifyBaseLogger): Mailer {
-  if (smtpUrl === '') return { send: async () => false, close: () => {} }
+  if (smtpUrl === '') return { smtp: false, send: async () => false, close: () => {} }
   const transport: Transporter = createTransport(smtpUrl, { from })
   return {
+    smtp: true,
     async send (mail) {
       try {
         await transport.sendMail({ to: mail.to, subject: mail.subject, text: mail.body })

@@ -84,13 +84,17 @@ export interface Challenge {
 export type PowCheck = 'ok' | 'failed'
 
 /**
- * Stateless challenges signed with the server secret (the `mac` function); a solved one is
- * remembered until it expires, so one solution buys one attempt.
+ * Stateless challenges signed with the server secret (the `mac` function). A solved one is
+ * claimed through `firstUse` (the console's shared throttle store), so one solution buys one
+ * attempt on every instance.
  */
 export class ProofOfWork {
-  private readonly used = new Map<string, number>()
-
-  constructor (private readonly mac: (text: string) => string, private readonly ttlMs: number) {}
+  constructor (
+    private readonly mac: (text: string) => string,
+    private readonly ttlMs: number,
+    /** True the first time a challenge is claimed, false after. */
+    private readonly firstUse: (challenge: string) => Promise<boolean>
+  ) {}
 
   issue (difficulty: number, now: number): Challenge {
     const expires = now + this.ttlMs
@@ -99,8 +103,7 @@ export class ProofOfWork {
   }
 
   /** A solution is valid when sha256(`<challenge>:<solution>`) starts with `difficulty` zero bits. */
-  check (challenge: string, solution: string, minDifficulty: number, now: number): PowCheck {
-    this.sweep(now)
+  async check (challenge: string, solution: string, minDifficulty: number, now: number): Promise<PowCheck> {
     const parts = challenge.split('.')
     if (parts.length !== 4 || solution.length === 0 || solution.length > 64) return 'failed'
     const [d, e, nonce, mac] = parts as [string, string, string, string]
@@ -108,16 +111,9 @@ export class ProofOfWork {
     const difficulty = Number(d)
     const expires = Number(e)
     if (!Number.isInteger(difficulty) || difficulty < minDifficulty || !(expires > now)) return 'failed'
-    if (this.used.has(challenge)) return 'failed'
     const digest = createHash('sha256').update(`${challenge}:${solution}`).digest()
     if (leadingZeroBits(digest) < difficulty) return 'failed'
-    this.used.set(challenge, expires)
-    return 'ok'
-  }
-
-  private sweep (now: number): void {
-    if (this.used.size < 1000) return
-    for (const [c, expires] of this.used) if (expires <= now) this.used.delete(c)
+    return await this.firstUse(challenge) ? 'ok' : 'failed'
   }
 }
 

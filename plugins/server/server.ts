@@ -54,6 +54,11 @@ export function metricsConfig (config: GatewayConfig): NonNullable<GatewayConfig
   return config.observability?.metrics ?? { enabled: true, listener: 'admin', path: '/metrics', default_metrics: true }
 }
 
+/** `server.trust_proxy` (a config built by hand may omit it: no proxy is trusted). */
+function trustedProxies (config: GatewayConfig): readonly string[] {
+  return (config.server as Partial<GatewayConfig['server']>).trust_proxy ?? []
+}
+
 /** The standalone server: the gateway plugin at the root, plus health endpoints and a graceful shutdown. */
 export async function buildServer (opts: ServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -64,6 +69,9 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     // Request, header, idle and keep-alive timeouts of the listener.
     ...serverBounds(opts.config.server),
     genReqId: newRequestId,
+    // Behind the listed proxies, req.ip and req.protocol come from X-Forwarded-For / -Proto
+    // (the console's throttles and its Secure cookie); otherwise those headers mean nothing.
+    ...(trustedProxies(opts.config).length > 0 ? { trustProxy: [...trustedProxies(opts.config)] } : {}),
     // One log line per request comes from the gateway's own finish hook, not Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     frameworkErrors: gatewayFrameworkErrors(opts.config),

@@ -1,11 +1,15 @@
 // Drives the account console over HTTP as a browser would: a cookie jar of one cookie, the
 // CSRF token from sign-in, the verification code read from the outbox through the admin API.
+// Each client sends its own X-Forwarded-For address (a gateway that trusts 127.0.0.1 as its
+// proxy counts each client apart; one that trusts no proxy ignores the header).
 import { solveChallenge } from '../../plugins/console/index.js'
 
 export const CONSOLE_API = '/console/v1'
 
 export interface ConsoleClient {
   base: string
+  /** The client address it claims through X-Forwarded-For (null: none sent). */
+  address: string | null
   /** `gw_console=<token>` or null when signed out. */
   cookie: string | null
   csrf: string | null
@@ -14,9 +18,17 @@ export interface ConsoleClient {
   ok<T = Record<string, unknown>> (method: string, path: string, body?: unknown): Promise<T>
 }
 
-export function consoleClient (base: string): ConsoleClient {
+let addresses = 0
+/** A fresh documentation-range address (198.18.0.0/15) per call. */
+export function clientAddress (): string {
+  addresses++
+  return `198.18.${Math.floor(addresses / 250) % 250}.${(addresses % 250) + 1}`
+}
+
+export function consoleClient (base: string, address: string | null = clientAddress()): ConsoleClient {
   const client: ConsoleClient = {
     base,
+    address,
     cookie: null,
     csrf: null,
     async call (method, path, body, headers = {}) {
@@ -26,6 +38,7 @@ export function consoleClient (base: string): ConsoleClient {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           ...(client.cookie === null ? {} : { cookie: client.cookie }),
           ...(client.csrf === null || method === 'GET' ? {} : { 'x-csrf-token': client.csrf }),
+          ...(client.address === null ? {} : { 'x-forwarded-for': client.address }),
           ...headers
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) })
@@ -47,12 +60,17 @@ export function consoleClient (base: string): ConsoleClient {
   return client
 }
 
-/** The newest verification code mailed to `email`, read through the admin API's outbox. */
+/** The mail the outbox holds for `email`, newest first. */
+export async function outbox (base: string, adminToken: string, email: string, limit = 1000): Promise<Array<{ subject: string, body: string }>> {
+  const res = await fetch(`${base}/admin/v1/console/outbox?email=${encodeURIComponent(email)}&limit=${limit}`, { headers: { authorization: `Bearer ${adminToken}` } })
+  return (await res.json() as { data: Array<{ subject: string, body: string }> }).data
+}
+
+/** The newest code (verification or reset) mailed to `email`, read through the admin API's outbox. */
 export async function outboxCode (base: string, adminToken: string, email: string): Promise<string> {
-  const res = await fetch(`${base}/admin/v1/console/outbox?email=${encodeURIComponent(email)}&limit=1`, { headers: { authorization: `Bearer ${adminToken}` } })
-  const body = await res.json() as { data: Array<{ body: string }> }
-  const code = /\b(\d{6})\b/.exec(body.data[0]?.body ?? '')?.[1]
-  if (code === undefined) throw new Error(`no verification code in the outbox for ${email}: ${JSON.stringify(body)}`)
+  const mails = await outbox(base, adminToken, email, 1)
+  const code = /\b(\d{6})\b/.exec(mails[0]?.body ?? '')?.[1]
+  if (code === undefined) throw new Error(`no code in the outbox for ${email}: ${JSON.stringify(mails)}`)
   return code
 }
 
@@ -64,14 +82,21 @@ export function uniqueEmail (label = 'user'): string {
 
 export const PASSWORD = 'correct horse battery staple'
 
-/** Sign up, verify with the outbox's code and sign in: a client with a live session. */
+/**
+ * Sign up, verify with the outbox's code and sign in (solving the human check when the client's
+ * address has failed sign-ins behind it, as the page does): a client with a live session.
+ */
 export async function signedInClient (base: string, adminToken: string, email = uniqueEmail()): Promise<ConsoleClient & { email: string, accountId: string }> {
   const c = consoleClient(base)
-  const signup = await c.ok<{ account_id: string }>('POST', '/signup', { email, password: PASSWORD })
-  await c.ok('POST', '/verify', { email, code: await outboxCode(base, adminToken, email) })
-  const signin = await c.ok<{ csrf_token: string }>('POST', '/signin', { email, password: PASSWORD })
+  await c.ok('POST', '/signup', { email, password: PASSWORD })
+  const verified = await c.ok<{ account_id: string }>('POST', '/verify', { email, code: await outboxCode(base, adminToken, email) })
+  let res = await c.call('POST', '/signin', { email, password: PASSWORD })
+  if (res.status === 400) res = await c.call('POST', '/signin', { email, password: PASSWORD, human_check: await humanCheck(c) })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`console sign-in answered ${res.status}: ${text}`)
+  const signin = JSON.parse(text) as { csrf_token: string }
   c.csrf = signin.csrf_token
-  return Object.assign(c, { email, accountId: signup.account_id })
+  return Object.assign(c, { email, accountId: verified.account_id })
 }
 
 /** Solves a fresh challenge of the console at `c.base`. */

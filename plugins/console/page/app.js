@@ -35,10 +35,26 @@
     statusEl.className = isError ? 'error' : ''
   }
 
-  function ApiError (status, error) {
+  function ApiError (status, error, retryAfter) {
     this.status = status
     this.code = error && error.code
     this.message = (error && error.message) || ('HTTP ' + status)
+    this.retryAfter = retryAfter
+  }
+
+  // A note to show once the next page is drawn (a hash change clears the status line).
+  let note = null
+  function go (hash, text) {
+    note = text
+    if (location.hash === hash) route()
+    else location.hash = hash
+  }
+
+  function waitText (seconds) {
+    if (!(seconds > 0)) return 'a little while'
+    if (seconds < 90) return seconds + (seconds === 1 ? ' second' : ' seconds')
+    const minutes = Math.ceil(seconds / 60)
+    return minutes + ' minutes'
   }
 
   function api (method, path, body) {
@@ -49,7 +65,7 @@
       .then(function (res) {
         if (res.status === 204) return null
         return res.json().then(function (json) {
-          if (!res.ok) throw new ApiError(res.status, json && json.error)
+          if (!res.ok) throw new ApiError(res.status, json && json.error, Number(res.headers.get('retry-after')))
           return json
         })
       })
@@ -57,6 +73,8 @@
 
   function fail (err) {
     if (err && err.code === 'AUTH_REQUIRED') { csrf = null; nav.hidden = true; location.hash = '#signin'; return }
+    // Throttled: say so plainly, with the wait the server gave (Retry-After).
+    if (err && err.code === 'LIMIT_RATE_EXCEEDED') { say('Too many attempts. Try again in ' + waitText(err.retryAfter) + '.', true); return }
     say(err && err.code ? err.code + ': ' + err.message : String(err), true)
   }
 
@@ -126,8 +144,7 @@
       e.preventDefault()
       const v = formValues(form)
       api('POST', '/signup', { email: v.email, password: v.password }).then(function (r) {
-        say('We sent a code to ' + r.email + '.')
-        location.hash = '#verify?email=' + encodeURIComponent(r.email)
+        go('#verify?email=' + encodeURIComponent(r.email), 'We sent a code to ' + r.email + '.')
       }).catch(fail)
     })
     main.append(form, h('p', null, 'Have an account? ', h('a', { href: '#signin', text: 'Sign in' })))
@@ -143,8 +160,7 @@
       e.preventDefault()
       const v = formValues(form)
       api('POST', '/verify', { email: v.email, code: v.code.trim() }).then(function () {
-        say('Email verified. Sign in.')
-        location.hash = '#signin?email=' + encodeURIComponent(v.email)
+        go('#signin?email=' + encodeURIComponent(v.email), 'Email verified. Sign in.')
       }).catch(fail)
     })
     const resend = h('button', { type: 'button', text: 'Send a new code' })
@@ -180,7 +196,33 @@
         location.hash = '#dashboard'
       }).catch(fail)
     })
-    main.append(form, h('p', null, 'New here? ', h('a', { href: '#signup', text: 'Create an account' }), ' · ', h('a', { href: '#verify', text: 'Enter a verification code' })))
+    main.append(form, h('p', null, 'New here? ', h('a', { href: '#signup', text: 'Create an account' }), ' · ', h('a', { href: '#verify', text: 'Enter a verification code' }), ' · ', h('a', { href: '#reset', text: 'Forgot your password?' })))
+  }
+
+  function resetPage () {
+    page('Reset your password')
+    const request = h('form', { id: 'reset-request-form' },
+      field('Email', 'email', 'email', { value: param('email'), autocomplete: 'email', required: true }),
+      h('button', { type: 'submit', text: 'Send reset code' }))
+    const confirm = h('form', { id: 'reset-confirm-form' },
+      field('Code from the email', 'code', 'text', { inputmode: 'numeric', pattern: '[0-9]{6}', autocomplete: 'one-time-code', required: true }),
+      field('New password', 'password', 'password', { autocomplete: 'new-password', required: true, minlength: 8 }),
+      h('button', { type: 'submit', class: 'primary', text: 'Set new password' }))
+    request.addEventListener('submit', function (e) {
+      e.preventDefault()
+      api('POST', '/password/reset', { email: formValues(request).email }).then(function () {
+        say('If the address has an account, a reset code is on its way.')
+      }).catch(fail)
+    })
+    confirm.addEventListener('submit', function (e) {
+      e.preventDefault()
+      const email = formValues(request).email
+      const v = formValues(confirm)
+      api('POST', '/password/reset/confirm', { email, code: v.code.trim(), password: v.password }).then(function () {
+        go('#signin?email=' + encodeURIComponent(email), 'Password changed; every session was signed out. Sign in with the new password.')
+      }).catch(fail)
+    })
+    main.append(request, confirm, h('p', null, h('a', { href: '#signin', text: 'Back to sign in' })))
   }
 
   // ---- signed-in pages ----------------------------------------------------------------------
@@ -380,10 +422,11 @@
     }).catch(fail)
   }
 
-  const signedOut = { signup: signupPage, verify: verifyPage, signin: signinPage }
+  const signedOut = { signup: signupPage, verify: verifyPage, signin: signinPage, reset: resetPage }
   const signedIn = { dashboard: dashboardPage, keys: keysPage, sessions: sessionsPage, requests: requestsPage, models: modelsPage }
 
   function route () {
+    if (note !== null) { say(note); note = null }
     const name = (location.hash.slice(1).split('?')[0]) || 'dashboard'
     if (signedOut[name]) { nav.hidden = true; signedOut[name](); return }
     const show = signedIn[name] || dashboardPage
@@ -396,7 +439,7 @@
   }
 
   document.getElementById('signout').addEventListener('click', function () {
-    api('POST', '/signout').then(function () { csrf = null; nav.hidden = true; say('Signed out.'); location.hash = '#signin' }).catch(fail)
+    api('POST', '/signout').then(function () { csrf = null; nav.hidden = true; go('#signin', 'Signed out.') }).catch(fail)
   })
   window.addEventListener('hashchange', function () { say(''); route() })
   route()

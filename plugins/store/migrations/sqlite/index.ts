@@ -14,5 +14,22 @@ import { modelStatus } from './011-model-status.js'
 import { instances } from './012-instances.js'
 import { boundedAccount } from './013-bounded-account.js'
 import { idempotencyRecovery } from './014-idempotency-recovery.js'
+import { consoleAbuse } from './015-console-abuse.js'
 
-export const sqliteMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, keyCaps, consoleTables, modelStatus, instances, boundedAccount, idempotencyRecovery]
+export const sqliteMigrations: readonly Migration[] = [
+  accountsKeys,
+  ledger,
+  requestLog,
+  jobHolds,
+  overage,
+  jobs,
+  idempotency,
+  holdRenewal,
+  keyCaps,
+  consoleTables,
+  modelStatus,
+  instances,
+  boundedAccount,
+  idempotencyRecovery,
+  consoleAbuse,
+]

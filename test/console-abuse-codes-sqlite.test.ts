@@ -1,0 +1,4 @@
+// The console against repeated abuse (sign-up, codes, reset) on embedded SQLite (the suite: helpers/console-abuse-codes-suite.ts).
+import { consoleAbuseCodesSuite } from './helpers/console-abuse-codes-suite.js'
+
+consoleAbuseCodesSuite('sqlite')

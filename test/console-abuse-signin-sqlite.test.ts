@@ -1,0 +1,4 @@
+// The console against repeated abuse (sign-in, sessions, audit) on embedded SQLite (the suite: helpers/console-abuse-signin-suite.ts).
+import { consoleAbuseSigninSuite } from './helpers/console-abuse-signin-suite.js'
+
+consoleAbuseSigninSuite('sqlite')
