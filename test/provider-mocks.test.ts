@@ -2,7 +2,7 @@
 // dialect: the SDK pointed straight at each mock (no gateway) gets a plain answer, a stream, the
 // right error class with the provider's status and body, and the usage fields where that
 // provider puts them. Peculiarities of single dialects: provider-mocks-dialects.test.ts.
-import { AzureOpenAI, AuthenticationError, BadRequestError, InternalServerError, OpenAI, RateLimitError, type APIError } from 'openai'
+import { AzureOpenAI, AuthenticationError, BadRequestError, InternalServerError, NotFoundError, OpenAI, RateLimitError, type APIError } from 'openai'
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions'
 import t from 'tap'
 import { PROVIDER_DIALECTS, startProviderMockByName, type ProviderMock, type ProviderName } from './fixtures/providers/index.js'
@@ -236,12 +236,15 @@ for (const name of Object.keys(CASES) as ProviderName[]) {
       t.match(JSON.parse(mock.calls[0]?.response?.toString('utf8') ?? 'null'), spec.rateLimited)
     })
 
-    t.test('500 and 503: InternalServerError with the status', async (t) => {
-      for (const status of [500, 503]) {
+    t.test('400, 404, 500, 503: the SDK\'s class for the status, nothing generated', async (t) => {
+      const classes = [[400, BadRequestError], [404, NotFoundError], [500, InternalServerError], [503, InternalServerError]] as const
+      for (const [status, cls] of classes) {
         const err = await rejection(openai.chat.completions.create({ model: spec.model, messages }, { headers: { 'x-mock-status': String(status) } }))
-        t.type(err, InternalServerError)
+        t.type(err, cls)
         t.equal(err.status, status)
       }
+      t.equal(mock.calls.length, classes.length)
+      t.ok(mock.calls.every((c) => c.produced === undefined && c.status !== undefined && c.status >= 400))
     })
   })
 }
