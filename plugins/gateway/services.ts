@@ -1,5 +1,7 @@
 import { Redis } from 'ioredis'
 import { KeyCache } from '../keys/key-cache.js'
+import { watchKeyChanges } from '../keys/change-watcher.js'
+import { createKeyChangeFeed } from '../store/key-changes.js'
 import { LocalInvalidationBus, type InvalidationBus } from '../keys/invalidation-bus.js'
 import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'
 import { systemClock, type Clock } from '../store/clock.js'
@@ -33,6 +35,8 @@ export interface ServiceEnv {
   /** Negative key cache (config `auth.unknown_key_ttl_ms` / `unknown_key_cache_max`); KeyCache defaults when absent. */
   unknownKeyTtlMs?: number
   unknownKeyCacheMax?: number
+  /** How often the key cache reads the store's revision of keys and accounts (default 500 ms; docs/security.md). */
+  keyChangePollMs?: number
 }
 
 /** The stateful parts behind the gateway: one store, one key cache fed by one invalidation bus. */
@@ -136,6 +140,23 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
     ...(env.unknownKeyTtlMs !== undefined ? { unknownTtlMs: env.unknownKeyTtlMs } : {}),
     ...(env.unknownKeyCacheMax !== undefined ? { unknownMax: env.unknownKeyCacheMax } : {})
   })
+  // A key revoked or an account suspended by another process (the CLI, an instance without
+  // Redis) reaches this cache within one poll.
+  let watcher
+  try {
+    watcher = await watchKeyChanges({
+      feed: createKeyChangeFeed(store.backend),
+      cache: keyCache,
+      ...(env.keyChangePollMs !== undefined ? { intervalMs: env.keyChangePollMs } : {}),
+      onError: (err) => process.emitWarning(`key cache: reading the store's key changes failed: ${err.message}`)
+    })
+  } catch (err) {
+    keyCache.close()
+    await store.close()
+    await bus.close()
+    throw err
+  }
+  const changes = watcher
   const limitsUrl = env.limitsRedisUrl ?? env.redisUrl
   const limitsRedis = limitsUrl ? openLimitsRedis(limitsUrl, env.redisPrefix ?? 'gw:', env.limitsRedisTimeoutMs ?? 250) : undefined
   const requestLog = new RequestLogWriter(store.requestLog, {
@@ -149,6 +170,7 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
     ...(limitsRedis ? { limitsRedis } : {}),
     async close () {
       limitsRedis?.client.disconnect()
+      await changes.stop()
       keyCache.close()
       await requestLog.close()
       await store.close()

@@ -12,5 +12,6 @@ import { keyCaps } from './009-key-caps.js'
 import { consoleTables } from './010-console.js'
 import { modelStatus } from './011-model-status.js'
 import { instances } from './012-instances.js'
+import { storeRevision } from './016-store-revision.js'
 
-export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, keyCaps, consoleTables, modelStatus, instances]
+export const pgMigrations: readonly Migration[] = [accountsKeys, ledger, requestLog, jobHolds, overage, jobs, idempotency, holdRenewal, keyCaps, consoleTables, modelStatus, instances, storeRevision]
