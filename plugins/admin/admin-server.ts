@@ -11,7 +11,7 @@ import { adminRoutes, adminTokenProblem } from './routes.js'
 import type { AdminThrottle } from './throttle.js'
 import { createUpstreamView, upstreamAdminRoutes, type UpstreamView } from '../upstream/view.js'
 import { metricsRoute, type GatewayMetrics } from '../metrics/index.js'
-import { configAdminRoutes, type ConfigControl } from './config-routes.js'
+import { configAdminRoutes, readinessAdminRoute, type ConfigControl, type ReadinessSource } from './config-routes.js'
 
 export interface AdminServerOptions {
   config: GatewayConfig
@@ -31,6 +31,8 @@ export interface AdminServerOptions {
   control?: ConfigControl
   /** The config in force when a reload can change it (default `config`). */
   currentConfig?: () => GatewayConfig
+  /** The public listener's readiness, reported whole at GET /admin/v1/readyz (absent: no such route). */
+  readiness?: () => ReadinessSource
 }
 
 /** Where the admin listener binds: GATEWAY_ADMIN_HOST / GATEWAY_ADMIN_PORT, else `config.admin`. */
@@ -76,6 +78,7 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     extraRoutes: async (app, ctx) => {
       upstreamAdminRoutes(opts.upstreamView ?? createUpstreamView())(app)
       if (opts.control) configAdminRoutes(app, opts.control)
+      if (opts.readiness) readinessAdminRoute(app, opts.readiness)
       ;(await import('../console/index.js')).consoleAdminRoutes(app, ctx)
     }
   })
