@@ -166,10 +166,11 @@ export async function listAccounts (ctx: AdminContext, query: unknown = {}): Pro
   if (after !== undefined && !(await ctx.store.accounts.get(after))) {
     throw requestInvalid('after', 'after names no account.')
   }
-  const rows = await ctx.store.accounts.list({ limit: limit + 1, ...(after === undefined ? {} : { after }) })
-  const data = rows.slice(0, limit).map(accountView)
-  const hasMore = rows.length > limit
-  return { data, has_more: hasMore, next_after: hasMore ? (data[data.length - 1]?.id ?? null) : null }
+  const rows = await ctx.store.accounts.list({ limit, ...(after === undefined ? {} : { after }) })
+  const last = rows[rows.length - 1]
+  // A full page may be the last one: one more row after it says (a store page is at most 1000 rows).
+  const hasMore = rows.length === limit && last !== undefined && (await ctx.store.accounts.list({ limit: 1, after: last.id })).length > 0
+  return { data: rows.map(accountView), has_more: hasMore, next_after: hasMore ? (last?.id ?? null) : null }
 }
 
 export async function getAccount (ctx: AdminContext, id: string): Promise<AccountView> {
