@@ -2,6 +2,7 @@
 // in a number field (`timeout_ms: ${MUSIC_API_KEY}`) is named by its variable, never shown, in
 // `check`'s output, the reload's 422, the log and the admin readiness report; the public /readyz
 // says only ready or not.
+/* eslint-disable no-template-curly-in-string -- these strings are ${VAR} references for the config loader to expand */
 import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import t, { type Test } from 'tap'

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import { KeyCache } from '../keys/key-cache.js'
-import { watchKeyChanges } from '../keys/change-watcher.js'
+import { watchKeyChanges, type KeyChangeWatcher } from '../keys/change-watcher.js'
 import { createKeyChangeFeed } from '../store/key-changes.js'
 import { LocalInvalidationBus, type InvalidationBus } from '../keys/invalidation-bus.js'
 import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'
@@ -43,6 +43,8 @@ export interface ServiceEnv {
 export interface GatewayServices {
   readonly store: Store
   readonly keyCache: KeyCache
+  /** Reads the store's revision of keys and accounts every 500 ms and drops what changed from the key cache (openServices starts it; services built by hand may have none). */
+  readonly keyChanges?: KeyChangeWatcher
   /** Batched request log writes; closed (drained) after the server stopped taking requests. */
   readonly requestLog: RequestLogWriter
   readonly clock: Clock
@@ -142,9 +144,9 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
   })
   // A key revoked or an account suspended by another process (the CLI, an instance without
   // Redis) reaches this cache within one poll.
-  let watcher
+  let changes: KeyChangeWatcher
   try {
-    watcher = await watchKeyChanges({
+    changes = await watchKeyChanges({
       feed: createKeyChangeFeed(store.backend),
       cache: keyCache,
       ...(env.keyChangePollMs !== undefined ? { intervalMs: env.keyChangePollMs } : {}),
@@ -156,7 +158,6 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
     await bus.close()
     throw err
   }
-  const changes = watcher
   const limitsUrl = env.limitsRedisUrl ?? env.redisUrl
   const limitsRedis = limitsUrl ? openLimitsRedis(limitsUrl, env.redisPrefix ?? 'gw:', env.limitsRedisTimeoutMs ?? 250) : undefined
   const requestLog = new RequestLogWriter(store.requestLog, {
@@ -165,6 +166,7 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
   return {
     store,
     keyCache,
+    keyChanges: changes,
     requestLog,
     clock,
     ...(limitsRedis ? { limitsRedis } : {}),

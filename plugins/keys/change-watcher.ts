@@ -9,7 +9,7 @@ import type { KeyCache } from './key-cache.js'
 export const DEFAULT_KEY_CHANGE_POLL_MS = 500
 
 export interface KeyChangeWatcher {
-  /** Reads once now (tests; the timer reads on its own). Resolves once the cache reflects it. */
+  /** Reads once more, after any read in flight (tests; the timer reads on its own). Resolves once the cache reflects what the store held when it began. */
   poll(): Promise<void>
   stop(): Promise<void>
 }
@@ -25,7 +25,6 @@ export interface KeyChangeWatcherOptions {
 export async function watchKeyChanges (opts: KeyChangeWatcherOptions): Promise<KeyChangeWatcher> {
   const { feed, cache } = opts
   let revision = await feed.revision()
-  let running: Promise<void> | null = null
   let lastError = ''
   const readOnce = async (): Promise<void> => {
     try {
@@ -44,18 +43,24 @@ export async function watchKeyChanges (opts: KeyChangeWatcherOptions): Promise<K
       lastError = e.message
     }
   }
-  // One read at a time: a slow database makes the reads rarer, never piles them up.
+  // One read at a time: a slow database makes the timer's reads rarer, never piles them up.
+  let busy = false
+  let queue: Promise<void> = Promise.resolve()
   const poll = async (): Promise<void> => {
-    running ??= readOnce().finally(() => { running = null })
-    await running
+    queue = queue.then(async () => {
+      busy = true
+      try { await readOnce() } finally { busy = false }
+    })
+    await queue
   }
-  const timer = setInterval(() => { void poll() }, opts.intervalMs ?? DEFAULT_KEY_CHANGE_POLL_MS)
+  // poll() never rejects: a failed read is reported through onError.
+  const timer = setInterval(() => { if (!busy) poll().catch(() => {}) }, opts.intervalMs ?? DEFAULT_KEY_CHANGE_POLL_MS)
   timer.unref()
   return {
     poll,
     async stop () {
       clearInterval(timer)
-      await running
+      await queue
     }
   }
 }
