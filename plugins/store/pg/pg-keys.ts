@@ -68,6 +68,11 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
     return rows[0]
   }
 
+  async function countLive (accountId: string): Promise<number> {
+    const { rows } = await pool.query<{ n: string }>(LIVE_SQL, [accountId])
+    return Number(rows[0]?.n ?? 0)
+  }
+
   async function insertRow (
     id: string,
     accountId: string,
@@ -84,6 +89,9 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
     }
     const placeholders = values.map((_, i) => `$${i + 1}`).join(', ')
     const sql = `INSERT INTO api_keys (${columns.join(', ')}) VALUES (${placeholders}) RETURNING *`
+    // An account already at its cap is refused on a plain count, without the lock: a client
+    // that keeps asking at the cap cannot hold up every key write of the cluster.
+    if (cap !== undefined && await countLive(accountId) >= cap.maxKeys) return 'key_cap_reached'
     const row = cap === undefined
       ? await one(sql, values)
       : await inTransaction(pool, async (client) => {
@@ -115,10 +123,7 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
       }
     },
 
-    async countLive (accountId) {
-      const { rows } = await pool.query<{ n: string }>(LIVE_SQL, [accountId])
-      return Number(rows[0]?.n ?? 0)
-    },
+    countLive,
 
     async get (id) {
       const row = await one('SELECT * FROM api_keys WHERE id = $1', [id])

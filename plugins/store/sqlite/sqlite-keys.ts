@@ -122,8 +122,13 @@ export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore
     if (Number(live.get(args[1]) ?? 0n) >= maxKeys) return 'key_cap_reached'
     return insertRow(...args)
   })
-  const insertUnder = (cap: KeyCap | undefined, ...args: InsertArgs): KeyRow | 'key_cap_reached' =>
-    cap === undefined ? insertRow(...args) : cappedInsert.immediate(cap.maxKeys, args)
+  const insertUnder = (cap: KeyCap | undefined, ...args: InsertArgs): KeyRow | 'key_cap_reached' => {
+    if (cap === undefined) return insertRow(...args)
+    // An account already at its cap is refused on a plain read, without the write lock that the
+    // ledger's batches need too.
+    if (Number(live.get(args[1]) ?? 0n) >= cap.maxKeys) return 'key_cap_reached'
+    return cappedInsert.immediate(cap.maxKeys, args)
+  }
 
   return {
     async create (input, cap) {
