@@ -133,7 +133,8 @@ t.test('${ENV} expansion', async (t) => {
 
   t.test('a number in the environment where a string is wanted is a schema problem', async (t) => {
     const file = scratch(t, (s) => s.replace('upstream_model: gpt-4o-mini', 'upstream_model: ${UPSTREAM}'))
-    t.same(checkConfig(file, { UPSTREAM: '42' }).map((p) => p.message), ['must be a string; got 42'])
+    // A value from the environment is named by its variable, never shown (it may be a secret).
+    t.same(checkConfig(file, { UPSTREAM: '42' }).map((p) => p.message), ['must be a string; got a number from ${UPSTREAM}'])
     t.equal(loadConfig(file, { UPSTREAM: 'gpt-4o-mini-2024' }).config.models[0]?.upstream_model, 'gpt-4o-mini-2024')
   })
 

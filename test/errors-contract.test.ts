@@ -104,6 +104,8 @@ const CONTRACT: Readonly<Record<string, Contract>> = {
   // A console (admin API) operation: publishing a model whose pricing is incomplete.
   MODEL_PUBLISH_PRICING_REQUIRED: { reference: 'GW-MODEL-3014', status: 422, retryable: false, strategy: 'NONE' },
   LIMIT_API_KEY_POLICY_NOT_ALLOWED: { reference: 'GW-LIMIT-4003', status: 403, retryable: false, strategy: 'NONE' },
+  // The key cap (limits.max_keys_per_account): revoking a key makes room; retrying as is does not.
+  LIMIT_API_KEY_COUNT_EXCEEDED: { reference: 'GW-LIMIT-4007', status: 409, retryable: false, strategy: 'NONE' },
   LIMIT_IMAGE_PLATFORM_PAUSED: { reference: 'GW-LIMIT-4005', status: 503, retryable: true, strategy: 'WAIT' },
   // Key caps: not retryable as is (raise or clear the cap, reset the used quota, or wait for the reset).
   LIMIT_API_KEY_QUOTA_EXHAUSTED: { reference: 'GW-LIMIT-4002', status: 429, retryable: false, strategy: 'NONE' },
@@ -1095,6 +1097,13 @@ t.test('admin API refusals, in the chat-completions envelope', async (t) => {
     await expectError(t, await adminCall(gw.url, 'POST', `/accounts/${account.id}/keys`, { name: 'k', rate_limit_policy: 'enterprise' }), 'chat', 'LIMIT_API_KEY_POLICY_NOT_ALLOWED', 'rate_limit_policy')
     const key = await adminOk<{ id: string }>(gw.url, 'POST', `/accounts/${account.id}/keys`, { name: 'k', rate_limit_policy: 'free' })
     await expectError(t, await adminCall(gw.url, 'PATCH', `/keys/${key.id}`, { rate_limit_policy: 'standard' }), 'chat', 'LIMIT_API_KEY_POLICY_NOT_ALLOWED', 'rate_limit_policy')
+  })
+
+  t.test('LIMIT_API_KEY_COUNT_EXCEEDED: one key past limits.max_keys_per_account', async (t) => {
+    const max = gw.config.limits.max_keys_per_account
+    const full = await adminOk<{ id: string }>(gw.url, 'POST', '/accounts', { name: 'full of keys' })
+    for (let i = 0; i < max; i++) await adminOk(gw.url, 'POST', `/accounts/${full.id}/keys`, { name: `k${i}` })
+    await expectError(t, await adminCall(gw.url, 'POST', `/accounts/${full.id}/keys`, { name: 'one too many' }), 'chat', 'LIMIT_API_KEY_COUNT_EXCEEDED')
   })
 })
 

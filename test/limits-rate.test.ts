@@ -19,7 +19,7 @@ const TIERS: LimitsConfig['tiers'] = {
   standard: { rank: 1, requests_per_minute: 600, concurrent_streams: 32 },
   enterprise: { rank: 2, requests_per_minute: 6000, concurrent_streams: 256 }
 }
-const BASE: LimitsConfig = { default_tier: 'free', tiers: TIERS, enabled: true, stream_lease_ttl_ms: 30000, stream_lease_renew_ms: 10000, redis_timeout_ms: 250, local_max_entries: 1000 }
+const BASE: LimitsConfig = { default_tier: 'free', tiers: TIERS, enabled: true, stream_lease_ttl_ms: 30000, stream_lease_renew_ms: 10000, redis_timeout_ms: 250, local_max_entries: 1000, max_keys_per_account: 50 }
 
 const CHAT = JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
 const MESSAGES = JSON.stringify({ model: 'anthropic/claude-haiku-3.5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
@@ -135,22 +135,30 @@ t.test('a key policy and an account tier change the limit at request time; a pol
   }
   t.same(await statuses(3, gw.key), [200, 200, 429], 'the account tier tiny: 2 rpm')
 
-  // A second key on an account of tier small, bound to tiny: the key policy wins.
+  // Keys on an account of tier small (4 rpm for all its keys together).
   const { store } = gw.services
-  const acct = await store.accounts.create({ name: 'small', tier: 'small' })
-  await store.ledger.credit({ accountId: acct.id, amount: 10_000_000_000n, kind: 'topup', postingId: `seed:${acct.id}` })
-  await store.accounts.markToppedUp(acct.id)
-  const k1 = await store.keys.create({ accountId: acct.id, name: 'bound to tiny', rateLimitPolicy: 'tiny' })
-  const k2 = await store.keys.create({ accountId: acct.id, name: 'bound to small', rateLimitPolicy: 'small' })
-  if (!k1.ok || !k2.ok) throw new Error('key')
-  t.same(await statuses(3, k1.value.plaintext), [200, 200, 429], 'key policy tiny under an account of small: 2 rpm')
-  t.same(await statuses(5, k2.value.plaintext), [200, 200, 200, 200, 429], 'key policy small equal to its tier: 4 rpm')
+  const account = async (name: string, tier: string): Promise<string> => {
+    const acct = await store.accounts.create({ name, tier })
+    await store.ledger.credit({ accountId: acct.id, amount: 10_000_000_000n, kind: 'topup', postingId: `seed:${acct.id}` })
+    await store.accounts.markToppedUp(acct.id)
+    return acct.id
+  }
+  const key = async (accountId: string, name: string, rateLimitPolicy: string | null): Promise<string> => {
+    const k = await store.keys.create({ accountId, name, rateLimitPolicy })
+    if (!k.ok) throw new Error('key')
+    return k.value.plaintext
+  }
+  const small = await account('small', 'small')
+  const k1 = await key(small, 'bound to tiny', 'tiny')
+  const k2 = await key(small, 'bound to small', 'small')
+  t.same(await statuses(3, k1), [200, 200, 429], 'key policy tiny under an account of small: the key alone gets 2 rpm')
+  t.same(await statuses(3, k2), [200, 200, 429], 'key policy small equal to its tier: the account\'s 4 rpm, 2 of them already used by the other key')
 
-  // The account is lowered to tiny: the key's policy small now ranks above it and is clamped.
-  const k3 = await store.keys.create({ accountId: acct.id, name: 'clamped', rateLimitPolicy: 'small' })
-  if (!k3.ok) throw new Error('key')
-  await store.accounts.update(acct.id, { tier: 'tiny' })
-  t.same(await statuses(3, k3.value.plaintext), [200, 200, 429], 'policy small above the lowered tier tiny: clamped to 2 rpm')
+  // An account lowered to tiny: the key's policy small now ranks above it and is clamped.
+  const lowered = await account('lowered', 'small')
+  const k3 = await key(lowered, 'clamped', 'small')
+  await store.accounts.update(lowered, { tier: 'tiny' })
+  t.same(await statuses(3, k3), [200, 200, 429], 'policy small above the lowered tier tiny: clamped to 2 rpm')
 })
 
 t.test('LIMIT_RATE_EXCEEDED in every envelope, with its status and headers, before the body and not forwarded', async (t) => {
@@ -196,18 +204,18 @@ t.test('the admissions of one event-loop turn reach Redis in one write (the limi
   if (redis.client.status !== 'ready') await once(redis.client, 'ready')
   const limiter = new Limiter({ config: BASE, clock: systemClock, redis, warn: (err) => { t.fail(`Redis failed: ${String(err)}`) } })
   t.teardown(() => { limiter.close() })
-  const policy = compilePolicies(BASE).resolve(null, 'free')
+  const limits = compilePolicies(BASE).tier('free').alone
   const socket = (redis.client as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream
   const write = socket.write
   let writes = 0
   socket.write = function (this: unknown, ...args: unknown[]) { writes++; return write.apply(this, args) }
   t.teardown(() => { socket.write = write })
   const n = 20
-  const answers = await Promise.all(Array.from({ length: n }, (_, i) => limiter.admit('pipe-key', 'pipe-account', `req-${i}`, policy, false)))
+  const answers = await Promise.all(Array.from({ length: n }, (_, i) => limiter.admit({ keyId: 'pipe-key', accountId: 'pipe-account' }, `req-${i}`, limits, false)))
   t.equal(answers.length, n, `${n} admissions answered`)
   t.ok(writes >= 1 && writes <= 2, `${n} admissions of one turn went out in ${writes} socket write(s), not ${n}`)
-  const counted = await redis.client.zcard(`${prefix}rpm:pipe-key`)
-  t.equal(counted, n, 'each of them was counted in the shared window')
+  const counted = await redis.client.zcard(`${prefix}rpm-account:pipe-account`)
+  t.equal(counted, n, 'each of them was counted in the account\'s shared window')
 })
 
 t.test('Redis unreachable: each instance enforces the limits alone (fail-open to per-instance limits); money unaffected', async (t) => {

@@ -73,10 +73,10 @@ async function assertBilledOnce (t: Test, gw: ReloadGateway, rows: Map<string, R
   t.equal((await gw.services.store.ledger.openHolds(gw.account.id)).length, 0, 'no hold left open')
 }
 
+/** The served config as the admin listener reports it (the public /readyz says only the status). */
 async function readyz (gw: ReloadGateway): Promise<{ hash: string, last_reload_error: string | null }> {
-  const res = await fetch(`${gw.url}/readyz`)
-  const body = await res.json() as { checks: { config: { hash: string, last_reload_error: string | null } } }
-  return body.checks.config
+  const { json } = await gw.admin('GET', '/readyz')
+  return (json as { checks: { config: { hash: string, last_reload_error: string | null } } }).checks.config
 }
 
 async function waitFor (what: string, test: () => boolean, timeoutMs = 15_000): Promise<void> {
@@ -187,7 +187,9 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     t.equal(answer.json.hash, before.hash, 'the hash still served')
     const after = await readyz(gw)
     t.equal(after.hash, before.hash, '/readyz: the old hash still served')
-    t.ok(after.last_reload_error !== null && report.every((line) => after.last_reload_error?.includes(line)), '/readyz shows the refusal')
+    t.ok(after.last_reload_error !== null && report.every((line) => after.last_reload_error?.includes(line)), 'GET /admin/v1/readyz shows the refusal')
+    const pub = await fetch(`${gw.url}/readyz`)
+    t.same(await pub.json(), { status: 'ready' }, 'the public /readyz says only the status, no refusal text')
     await sleep(200)
     await traffic.stop()
 

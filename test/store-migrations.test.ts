@@ -140,7 +140,7 @@ t.test('PostgreSQL: 5 instances starting at once on a fresh schema', async (t) =
   )
   t.same(
     tables.rows.map((r) => r.table_name),
-    ['accounts', 'api_keys', 'console_codes', 'console_email_codes', 'console_outbox', 'console_sessions', 'console_signups', 'console_throttle', 'console_users', 'gateway_instances', 'holds', 'idempotency_keys', 'image_pauses', 'jobs', 'key_usage', 'ledger_entries', 'model_status', 'request_log', 'schema_migrations', 'wallets'],
+    ['accounts', 'api_keys', 'console_codes', 'console_email_codes', 'console_outbox', 'console_sessions', 'console_signups', 'console_throttle', 'console_users', 'gateway_instances', 'holds', 'idempotency_keys', 'image_pauses', 'jobs', 'key_usage', 'ledger_entries', 'model_status', 'request_log', 'schema_migrations', 'store_revision', 'wallets'],
     'tables in the schema'
   )
   const account = await stores[0]?.accounts.create({ name: 'shared' })

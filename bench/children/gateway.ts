@@ -26,7 +26,7 @@ await runChild(async () => {
   const served = new ServedCounter()
   const host = await GatewayHost.start({
     file,
-    loaded: { config, hash: configHash(config), files: [file] },
+    loaded: { config, hash: configHash(config), files: [file], redact: (text) => text },
     services: bench.services,
     logger: false,
     plugins: (defaults) => [...defaults, outcomeObserver(served.onFinish)]

@@ -3,7 +3,8 @@
 // listener that tenants reach; `serve` starts both. Mounting the admin routes on the main app
 // (buildServer's `adminToken`) stays possible for embedded use and tests.
 import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import { compileCatalogue, gatewayError, renderError, toOccurrence } from '../errors/index.js'
 import type { AdminConfig, GatewayConfig } from '../config/types.js'
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
@@ -11,7 +12,7 @@ import { adminRoutes, adminTokenProblem } from './routes.js'
 import type { AdminThrottle } from './throttle.js'
 import { createUpstreamView, upstreamAdminRoutes, type UpstreamView } from '../upstream/view.js'
 import { metricsRoute, type GatewayMetrics } from '../metrics/index.js'
-import { configAdminRoutes, type ConfigControl } from './config-routes.js'
+import { configAdminRoutes, readinessAdminRoute, type ConfigControl, type ReadinessSource } from './config-routes.js'
 
 export interface AdminServerOptions {
   config: GatewayConfig
@@ -31,6 +32,8 @@ export interface AdminServerOptions {
   control?: ConfigControl
   /** The config in force when a reload can change it (default `config`). */
   currentConfig?: () => GatewayConfig
+  /** The public listener's readiness, reported whole at GET /admin/v1/readyz (absent: no such route). */
+  readiness?: () => ReadinessSource
 }
 
 /** Where the admin listener binds: GATEWAY_ADMIN_HOST / GATEWAY_ADMIN_PORT, else `config.admin`. */
@@ -51,6 +54,25 @@ export function adminStartupProblem (token: string | undefined, admin: AdminConf
   return problem === null ? null : `${problem}; the gateway does not start with a weak admin token`
 }
 
+/** The longest path parameter the admin listener reads (the id schemas' own bound); past it the router refuses. */
+export const ADMIN_MAX_PARAM_LENGTH = 200
+
+/**
+ * Fastify's `frameworkErrors` of the admin listener: a path that is not valid percent-encoding or
+ * a segment over ADMIN_MAX_PARAM_LENGTH is refused before any route runs; answered like every
+ * admin error (REQUEST_INVALID naming `path`, the chat envelope, no-store), not Fastify's own body.
+ */
+function adminFrameworkErrors (config: GatewayConfig): (error: FastifyError, req: FastifyRequest, reply: FastifyReply) => void {
+  const catalogue = compileCatalogue(config.errors, config.server)
+  return (error, req, reply) => {
+    const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? `A path segment is longer than ${ADMIN_MAX_PARAM_LENGTH} characters.`
+      : 'The path is not valid percent-encoding.'
+    const rendered = renderError(toOccurrence(gatewayError('REQUEST_INVALID', { param: 'path', detail }), req.id, catalogue), 'chat', catalogue)
+    reply.code(rendered.status).headers(rendered.headers).header('cache-control', 'no-store').header('x-request-id', req.id).send(rendered.body)
+  }
+}
+
 /** A Fastify instance serving the admin API under /admin/v1 (with a token) and the metrics (when given); the caller listens and closes it. */
 export async function buildAdminServer (opts: AdminServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -58,6 +80,8 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
       ? { loggerInstance: opts.loggerInstance }
       : { logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } } }),
     bodyLimit: ADMIN_BODY_LIMIT_BYTES,
+    routerOptions: { maxParamLength: ADMIN_MAX_PARAM_LENGTH },
+    frameworkErrors: adminFrameworkErrors(opts.config),
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     // Fastify's per-request log pair is off (the deprecated `disableRequestLogging` warns on stderr at boot).
     logController: new LogController({ disableRequestLogging: true }),
@@ -76,6 +100,7 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     extraRoutes: async (app, ctx) => {
       upstreamAdminRoutes(opts.upstreamView ?? createUpstreamView())(app)
       if (opts.control) configAdminRoutes(app, opts.control)
+      if (opts.readiness) readinessAdminRoute(app, opts.readiness)
       ;(await import('../console/index.js')).consoleAdminRoutes(app, ctx)
     }
   })

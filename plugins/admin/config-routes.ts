@@ -38,6 +38,23 @@ export interface ConfigControl {
 /** The admin API's code for a refused reload: an operator's answer, not a catalogue error to tenants. */
 export const CONFIG_INVALID = 'CONFIG_INVALID'
 
+/** An instance's readiness as the public listener computes it (plugins/server/readiness.ts). */
+export interface ReadinessSource {
+  report (): Promise<{ status: string }>
+}
+
+/**
+ * GET /admin/v1/readyz: the whole readiness report (each check, the served config's hash, the
+ * last refused reload's problems), with the public /readyz's status code. The public one says
+ * only the status: its listener is the tenants'.
+ */
+export function readinessAdminRoute (app: FastifyInstance, probe: () => ReadinessSource): void {
+  app.get('/readyz', async (_req, reply) => {
+    const report = await probe().report()
+    return await reply.code(report.status === 'ready' ? 200 : 503).send(report)
+  })
+}
+
 export function configAdminRoutes (app: FastifyInstance, control: ConfigControl): void {
   app.post('/config/reload', NO_BODY, async (req, reply) => {
     const answer = await control.reload()

@@ -15,6 +15,7 @@ import { getModel, listModels, MODEL_ACTIONS, type ModelAction, resetModelStatus
 import type { AdminContext } from './service.js'
 import { ADMIN_SCHEMAS as S, KEY_SCHEMA_CODE, adminValidatorCompiler, schemaRefusal } from './schemas.js'
 import { AdminThrottle } from './throttle.js'
+import { adminAccessLog, closeIfBodyUnread, schemaEveryRoute } from './route-hooks.js'
 
 export interface AdminRoutesOptions {
   store: Store
@@ -80,9 +81,13 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
   const expected = sha256(opts.token)
 
   const sendError = (req: FastifyRequest, reply: FastifyReply, caught: unknown): FastifyReply => {
-    // A body or query the route's schema refused: a 400 naming the field, in the route's code.
-    const code = (req.routeOptions.config as { invalidCode?: ErrorCode } | undefined)?.invalidCode ?? 'REQUEST_INVALID'
+    // A body the route's schema refused: a 400 naming the field, in the route's code; a query
+    // parameter or a path id: REQUEST_INVALID naming it.
+    const context = (caught as { validationContext?: string } | null)?.validationContext
+    const routeCode = (req.routeOptions.config as { invalidCode?: ErrorCode } | undefined)?.invalidCode
+    const code = context === 'body' && routeCode !== undefined ? routeCode : 'REQUEST_INVALID'
     const err = schemaRefusal(caught, code) ?? caught
+    closeIfBodyUnread(req, reply)
     // Only the error itself is logged: never the request's headers or body (token, keys).
     if (classify(err).internal) req.log.error({ err }, 'admin API: unexpected error')
     const rendered = renderError(toOccurrence(err, req.id, catalogue), 'chat', catalogue)
@@ -90,6 +95,8 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
     return reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
   }
 
+  schemaEveryRoute(app)
+  adminAccessLog(app, opts.config.observability?.access_log)
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err))
   app.setNotFoundHandler((req, reply) => sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND')))
 

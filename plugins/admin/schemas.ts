@@ -12,7 +12,10 @@ import { MAX_CREDIT_UNITS } from './service.js'
 const MONEY = { type: 'string', pattern: '^[0-9]{1,19}(\\.[0-9]{1,9})?$', maxLength: 40 } as const
 const NULLABLE_MONEY = { anyOf: [MONEY, { type: 'null' }] } as const
 const NAME = { type: 'string', maxLength: 400 } as const
-const ID = { type: 'string', minLength: 1, maxLength: 200 } as const
+// No control characters: PostgreSQL refuses a NUL in text (a 500 before this), and no id has one.
+const ID = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]+$' } as const
+/** A page size in a query string: 1 to 1000 (MAX_PAGE_LIMIT), digits only. */
+const PAGE_LIMIT = { type: 'string', pattern: '^(?:[1-9][0-9]{0,2}|1000)$' } as const
 
 const KEY_FIELDS = {
   name: NAME,
@@ -36,7 +39,7 @@ const idParams = object({ id: ID }, ['id'])
 /** Route schemas by route; `invalid` is the catalogue code a schema refusal answers with. */
 export const ADMIN_SCHEMAS = {
   createAccount: { body: object({ name: NAME, tier: ID }, ['name']) },
-  listAccounts: { querystring: object({ limit: { type: 'string', pattern: '^[0-9]{1,7}$' }, after: ID }) },
+  listAccounts: { querystring: object({ limit: PAGE_LIMIT, after: ID }) },
   accountId: { params: idParams },
   /** `/models/{id}`, the id URL-encoded (`openai%2Fgpt-4o`). */
   modelId: { params: idParams },
@@ -61,11 +64,27 @@ export const ADMIN_SCHEMAS = {
       idempotency_key: { type: 'string', minLength: 1, maxLength: 255 },
       from: { type: 'string', maxLength: 64 },
       to: { type: 'string', maxLength: 64 },
-      limit: { type: 'string', pattern: '^[0-9]{1,7}$' },
+      limit: PAGE_LIMIT,
       before: { type: 'string', maxLength: 400 }
     })
-  }
+  },
+  /** GET /admin/v1/console/outbox. */
+  consoleOutbox: { querystring: object({ email: { type: 'string', maxLength: 320 }, limit: PAGE_LIMIT }) }
 } satisfies Record<string, FastifySchema>
+
+/** A route that takes no query parameter: any one is refused, by name. */
+export const NO_QUERY = object({})
+
+/** The schema of path parameters `names`, each an id (routes that declare none get this one). */
+export function paramsOf (names: readonly string[]): Record<string, unknown> {
+  return object(Object.fromEntries(names.map((n) => [n, ID])), [...names])
+}
+
+/** A sentence per field whose pattern a person cannot read from the pattern itself. */
+const PATTERN_DETAILS: Readonly<Record<string, string>> = {
+  amount: `amount must be a decimal string from 0.000000001 to ${MAX_CREDIT_UNITS} (at most 9 decimals).`,
+  limit: 'limit must be an integer from 1 to 1000.'
+}
 
 /** The catalogue code of a schema refusal on key routes (the key settings' own code). */
 export const KEY_SCHEMA_CODE: ErrorCode = 'AUTH_API_KEY_CONFIGURATION_INVALID'
@@ -96,18 +115,22 @@ export function schemaRefusal (err: unknown, code: ErrorCode): Error | null {
   const first = e?.validation?.[0]
   if (first === undefined) return null
   const where = first.instancePath.split('/').filter((s) => s !== '')
-  let field = where[0] ?? (e?.validationContext === 'body' ? 'body' : (e?.validationContext ?? 'body'))
+  const context = e?.validationContext ?? 'body'
+  let field = where[0] ?? context
   let detail: string
+  const patternDetail = first.keyword === 'pattern' ? PATTERN_DETAILS[field] : undefined
   if (first.keyword === 'additionalProperties' && where.length === 0) {
     field = String(first.params.additionalProperty)
-    detail = `Unknown field ${JSON.stringify(field)}.`
+    detail = context === 'querystring' ? `Unknown query parameter ${JSON.stringify(field)}.` : `Unknown field ${JSON.stringify(field)}.`
   } else if (first.keyword === 'required' && where.length === 0) {
     field = String(first.params.missingProperty)
     detail = `${field} is required.`
   } else if (where.length === 0 && first.keyword === 'type') {
     detail = field === 'body' ? 'The body must be a JSON object.' : `${field} must be an object.`
-  } else if (first.keyword === 'pattern' && field === 'amount') {
-    detail = `amount must be a decimal string from 0.000000001 to ${MAX_CREDIT_UNITS} (at most 9 decimals).`
+  } else if (patternDetail !== undefined) {
+    detail = patternDetail
+  } else if (first.keyword === 'pattern' && first.params.pattern === ID.pattern) {
+    detail = `${where.join('.')} must not contain control characters.`
   } else {
     detail = `${where.join('.')} ${first.message ?? 'is invalid'}.`
   }

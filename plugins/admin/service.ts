@@ -167,10 +167,11 @@ export async function listAccounts (ctx: AdminContext, query: unknown = {}): Pro
   if (after !== undefined && !(await ctx.store.accounts.get(after))) {
     throw requestInvalid('after', 'after names no account.')
   }
-  const rows = await ctx.store.accounts.list({ limit: limit + 1, ...(after === undefined ? {} : { after }) })
-  const data = rows.slice(0, limit).map(accountView)
-  const hasMore = rows.length > limit
-  return { data, has_more: hasMore, next_after: hasMore ? (data[data.length - 1]?.id ?? null) : null }
+  const rows = await ctx.store.accounts.list({ limit, ...(after === undefined ? {} : { after }) })
+  const last = rows[rows.length - 1]
+  // A full page may be the last one: one more row after it says (a store page is at most 1000 rows).
+  const hasMore = rows.length === limit && last !== undefined && (await ctx.store.accounts.list({ limit: 1, after: last.id })).length > 0
+  return { data: rows.map(accountView), has_more: hasMore, next_after: hasMore ? (last?.id ?? null) : null }
 }
 
 export async function getAccount (ctx: AdminContext, id: string): Promise<AccountView> {
@@ -202,13 +203,23 @@ export async function updateAccount (ctx: AdminContext, id: string, body: unknow
 
 // ---- keys --------------------------------------------------------------------------------
 
-/** A new `sk-` key; the answer is the only one besides reveal that carries the plaintext. */
+/** The account holds `limits.max_keys_per_account` keys that are not revoked. */
+function keyCapReached (max: number): Error {
+  return gatewayError('LIMIT_API_KEY_COUNT_EXCEEDED', { detail: `An account may hold at most ${max} API keys that are not revoked; revoke one to make room.` })
+}
+
+/**
+ * A new `sk-` key; the answer is the only one besides reveal that carries the plaintext. The
+ * admin API, the CLI and the console all create keys here, and the store counts the account's
+ * keys against `limits.max_keys_per_account` in the transaction that inserts the new one.
+ */
 export async function createKey (ctx: AdminContext, accountId: string, body: unknown): Promise<RevealedKeyView> {
   const account = await existingAccount(ctx, accountId)
   const fields = validateKeyInput(body, keyInputContext(ctx, account))
   if (!fields.ok) throw keyInputError(fields)
-  const created = await ctx.store.keys.create({ accountId, ...fields.value })
-  if (!created.ok) throw accountNotFound()
+  const maxKeys = ctx.config.limits.max_keys_per_account
+  const created = await ctx.store.keys.create({ accountId, ...fields.value }, { maxKeys })
+  if (!created.ok) throw created.error === 'key_cap_reached' ? keyCapReached(maxKeys) : accountNotFound()
   return { ...keyView(created.value.record, ctx.now()), key: created.value.plaintext }
 }
 
@@ -269,9 +280,11 @@ export async function importLegacyKey (ctx: AdminContext, accountId: string, bod
   }
   const fields = validateKeyInput(rest, keyInputContext(ctx, account))
   if (!fields.ok) throw keyInputError(fields)
-  const result = await ctx.store.keys.importLegacy(accountId, key, fields.value)
+  const maxKeys = ctx.config.limits.max_keys_per_account
+  const result = await ctx.store.keys.importLegacy(accountId, key, fields.value, { maxKeys })
   if (!result.ok) {
     if (result.error === 'account_not_found') throw accountNotFound()
+    if (result.error === 'key_cap_reached') throw keyCapReached(maxKeys)
     const detail = result.error === 'duplicate' ? 'This key is already registered.' : 'key must be a legacy gw_live_ key.'
     throw gatewayError('AUTH_API_KEY_CONFIGURATION_INVALID', { param: 'key', detail })
   }

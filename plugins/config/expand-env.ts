@@ -15,10 +15,21 @@ export interface EnvProblem {
   message: string
 }
 
+/** One variable whose value went into the config (a default written in the file is not one). */
+export interface EnvUse {
+  name: string
+  value: string
+}
+
 export interface ExpandResult {
   problems: EnvProblem[]
   /** Scalars whose expansion failed; schema errors about them would only repeat the problem. */
   tainted: Set<Node>
+  /**
+   * Scalars that took a value from the environment, and which variables: a problem about such a
+   * value names the variable, never the value (it may be a credential that landed in the wrong field).
+   */
+  fromEnv: Map<Node, EnvUse[]>
 }
 
 interface StringProblem {
@@ -29,8 +40,11 @@ interface StringProblem {
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/
 
-/** Expands the references in one string. An unset variable without default expands to ''. */
-export function expandString (input: string, env: Env): { value: string; problems: StringProblem[] } {
+/**
+ * Expands the references in one string. An unset variable without default expands to ''.
+ * `used` collects the variables whose (non-empty) value went in.
+ */
+export function expandString (input: string, env: Env, used?: EnvUse[]): { value: string; problems: StringProblem[] } {
   const problems: StringProblem[] = []
   let out = ''
   let i = 0
@@ -58,12 +72,13 @@ export function expandString (input: string, env: Env): { value: string; problem
     const name = match[1] ?? ''
     const fallback = match[2]
     const value = env[name]
-    if (fallback !== undefined) {
-      out += value === undefined || value === '' ? fallback : value
+    if (fallback !== undefined && (value === undefined || value === '')) {
+      out += fallback
     } else if (value === undefined) {
       problems.push({ ref, message: `environment variable ${name} is not set and ${ref} has no default` })
     } else {
       out += value
+      if (value !== '') used?.push({ name, value })
     }
   }
   return { value: out + input.slice(i), problems }
@@ -71,7 +86,7 @@ export function expandString (input: string, env: Env): { value: string; problem
 
 /** Expands every scalar value of `doc` in place. `source` is the text `doc` was parsed from. */
 export function expandDocumentEnv (doc: Document, source: string, env: Env): ExpandResult {
-  const result: ExpandResult = { problems: [], tainted: new Set() }
+  const result: ExpandResult = { problems: [], tainted: new Set(), fromEnv: new Map() }
   walk(doc, doc.contents, [], source, env, result)
   return result
 }
@@ -91,7 +106,9 @@ function walk (doc: Document, node: unknown, path: PathSegment[], source: string
 }
 
 function expandScalar (doc: Document, node: Scalar, path: PathSegment[], source: string, env: Env, result: ExpandResult): void {
-  const { value, problems } = expandString(String(node.value), env)
+  const used: EnvUse[] = []
+  const { value, problems } = expandString(String(node.value), env, used)
+  if (used.length > 0) result.fromEnv.set(node, used)
   const [from = 0, to = from] = node.range ?? []
   let cursor = from
   for (const problem of problems) {

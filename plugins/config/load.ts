@@ -3,11 +3,12 @@
 // collected with its file, line and column before anything is thrown.
 import { builtinOperationsRaw } from '../operations/builtin.js'
 import { crossCheck } from './cross-check.js'
-import type { Env } from './expand-env.js'
-import { ConfigError, formatPath, type ConfigProblem, type PathProblem } from './problem.js'
+import type { Env, EnvUse } from './expand-env.js'
+import { ConfigError, formatPath, type ConfigProblem, type PathProblem, type PathSegment } from './problem.js'
 import { describeSchemaErrors } from './schema-errors.js'
 import { configHash, deepFreeze } from './snapshot.js'
-import { isTainted, locateInSources, readSources } from './sources.js'
+import { envRedactor } from './redact.js'
+import { envUsesAt, envValues, isTainted, locateInSources, readSources } from './sources.js'
 import type { GatewayConfig } from './types.js'
 import { validateConfig } from './validate.js'
 
@@ -18,19 +19,26 @@ export interface LoadedConfig {
   hash: string
   /** Every file read: the root first, then includes in the order met. */
   files: string[]
+  /**
+   * Replaces in a text every value of this config that came from the environment (long enough
+   * to be a secret) by its `${NAME}`: for a message about this config that is not a located
+   * problem (a failure to build it), before it is logged or answered.
+   */
+  redact: (text: string) => string
 }
 
 interface Analysis {
   problems: ConfigProblem[]
   config: GatewayConfig | undefined
   files: string[]
+  redact: (text: string) => string
 }
 
 /** Loads and validates a config file; throws ConfigError listing every problem. */
 export function loadConfig (file: string, env: Env = process.env): LoadedConfig {
-  const { problems, config, files } = analyze(file, env)
+  const { problems, config, files, redact } = analyze(file, env)
   if (problems.length > 0 || config === undefined) throw new ConfigError(problems)
-  return { config: deepFreeze(config), hash: configHash(config), files }
+  return { config: deepFreeze(config), hash: configHash(config), files, redact }
 }
 
 /** Every problem of a config file, in file order then line order; empty when it loads. */
@@ -42,14 +50,19 @@ function analyze (file: string, env: Env): Analysis {
   const sources = readSources(file, env)
   const files = sources.files.map((f) => f.file)
   const problems = [...sources.problems]
+  const redactor = envRedactor(envValues(sources))
+  const redactText = (text: string): string => redactor({ path: [], message: text }, undefined).message
   // A file that did not parse leaves the merged config partial: schema errors would be noise.
-  if (!sources.complete) return { problems: sortProblems(problems, files), config: undefined, files }
+  if (!sources.complete) return { problems: sortProblems(problems, files), config: undefined, files, redact: redactText }
 
   mergeBuiltinOperations(sources.merged)
   const data: unknown = sources.merged
-  const schemaProblems = describeSchemaErrors(validateConfig(data), data)
+  // No problem echoes a value the environment supplied (it may be a misplaced credential).
+  const origin = (path: readonly PathSegment[]): EnvUse[] | undefined => envUsesAt(sources, path)
+  const place = (p: PathProblem): ConfigProblem => locateInSources(sources, redactor(p, origin(p.path)))
+  const schemaProblems = describeSchemaErrors(validateConfig(data), data, origin)
   const shown = schemaProblems.filter((p) => !isTainted(sources, p))
-  problems.push(...shown.map((p) => locateInSources(sources, p)))
+  problems.push(...shown.map(place))
 
   // The cross-check reads the config as typed; with schema errors it may meet a wrong shape.
   const config = data as GatewayConfig
@@ -62,10 +75,10 @@ function analyze (file: string, env: Env): Analysis {
   const covered = schemaProblems.filter((p) => p.keyword !== 'required' && p.path.length > 0).map((p) => formatPath(p.path))
   problems.push(...cross
     .filter((p) => !isCovered(formatPath(p.path), covered) && !isTainted(sources, p))
-    .map((p) => locateInSources(sources, p)))
+    .map(place))
 
   const sorted = sortProblems(problems, files)
-  return { problems: sorted, config: sorted.length === 0 ? config : undefined, files }
+  return { problems: sorted, config: sorted.length === 0 ? config : undefined, files, redact: redactText }
 }
 
 /**

@@ -1,7 +1,9 @@
 // ajv errors → config problems an operator can act on: a path into the config, whether
 // the YAML key or value is at fault, and a one-line message.
 import type { ErrorObject } from 'ajv'
+import type { EnvUse } from './expand-env.js'
 import { showValue, type PathProblem, type PathSegment } from './problem.js'
+import { describeEnvValue } from './redact.js'
 
 export interface SchemaProblem extends PathProblem {
   /** The ajv keyword that failed. */
@@ -65,20 +67,30 @@ function valueAt (data: unknown, path: readonly PathSegment[]): unknown {
   return cur
 }
 
-/** Turns ajv's errors into located messages; `data` is the validated (merged) config. */
-export function describeSchemaErrors (errors: readonly ErrorObject[], data: unknown): SchemaProblem[] {
+/** Where a value came from: the variables of a value the environment supplied, else undefined. */
+export type EnvOrigin = (path: readonly PathSegment[]) => readonly EnvUse[] | undefined
+
+/**
+ * Turns ajv's errors into located messages; `data` is the validated (merged) config. A value
+ * `origin` says came from the environment is described by its type and variable, never shown.
+ */
+export function describeSchemaErrors (errors: readonly ErrorObject[], data: unknown, origin: EnvOrigin = () => undefined): SchemaProblem[] {
   const out: SchemaProblem[] = []
   for (const error of errors) {
     const path = pointerToPath(error.instancePath, data)
-    const problem = describe(error, path, data)
+    const problem = describe(error, path, data, origin)
     if (problem !== undefined) out.push({ ...problem, keyword: error.keyword })
   }
   return out
 }
 
-function describe (error: ErrorObject, path: PathSegment[], data: unknown): PathProblem | undefined {
+function describe (error: ErrorObject, path: PathSegment[], data: unknown, origin: EnvOrigin): PathProblem | undefined {
   const params = error.params as Record<string, unknown>
-  const got = (): string => showValue(valueAt(data, path))
+  const show = (at: PathSegment[]): string => {
+    const uses = origin(at)
+    return uses === undefined ? showValue(valueAt(data, at)) : describeEnvValue(valueAt(data, at), uses)
+  }
+  const got = (): string => show(path)
   // A bad map key: ajv reports the inner keyword with `propertyName`, then a summary we skip.
   if (error.keyword === 'propertyNames') return undefined
   if (error.propertyName !== undefined) {
@@ -104,7 +116,7 @@ function describe (error: ErrorObject, path: PathSegment[], data: unknown): Path
     case 'format':
       return { path, message: `must be a valid ${String(params.format)}; got ${got()}` }
     case 'uniqueItems':
-      return { path: [...path, Number(params.j)], message: `duplicate of ${showValue(valueAt(data, [...path, Number(params.j)]))} at index ${String(params.i)}` }
+      return { path: [...path, Number(params.j)], message: `duplicate of ${show([...path, Number(params.j)])} at index ${String(params.i)}` }
     case 'minimum':
     case 'maximum':
     case 'minLength':

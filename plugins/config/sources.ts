@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
-import { expandDocumentEnv, type Env } from './expand-env.js'
+import { expandDocumentEnv, type Env, type EnvUse } from './expand-env.js'
 import { formatPath, type ConfigProblem, type PathProblem, type PathSegment } from './problem.js'
 
 export interface SourceFile {
@@ -13,6 +13,8 @@ export interface SourceFile {
   lines: LineCounter
   /** Scalars whose `${ENV}` expansion failed. */
   tainted: Set<Node>
+  /** Scalars that took a value from the environment, and from which variables. */
+  fromEnv: Map<Node, EnvUse[]>
 }
 
 export interface Sources {
@@ -48,7 +50,7 @@ function readFile (sources: Sources, file: string, env: Env, chain: string[], or
   }
   const lines = new LineCounter()
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false })
-  const source: SourceFile = { file, doc, lines, tainted: new Set() }
+  const source: SourceFile = { file, doc, lines, tainted: new Set(), fromEnv: new Map() }
   sources.files.push(source)
   if (doc.errors.length > 0) {
     sources.complete = false
@@ -60,6 +62,7 @@ function readFile (sources: Sources, file: string, env: Env, chain: string[], or
   }
   const expanded = expandDocumentEnv(doc, text, env)
   source.tainted = expanded.tainted
+  source.fromEnv = expanded.fromEnv
   for (const p of expanded.problems) {
     const { line, col } = lines.linePos(p.offset)
     sources.problems.push({ file, line, column: col, path: formatPath(p.path), message: p.message })
@@ -130,6 +133,20 @@ export function isTainted (sources: Sources, problem: PathProblem): boolean {
   if (source === undefined) return false
   const found = findNode(source.doc, problem.path, problem.at)
   return found.exact && found.node !== undefined && source.tainted.has(found.node)
+}
+
+/** The variables the value at `path` came from, or undefined when it was written in the file. */
+export function envUsesAt (sources: Sources, path: readonly PathSegment[]): EnvUse[] | undefined {
+  const head = path[0]
+  const source = head === undefined ? undefined : sources.owners.get(String(head))
+  if (source === undefined) return undefined
+  const found = findNode(source.doc, path)
+  return found.exact && found.node !== undefined ? source.fromEnv.get(found.node) : undefined
+}
+
+/** Every value the environment put into the config, with its variable (the files' order). */
+export function envValues (sources: Sources): EnvUse[] {
+  return sources.files.flatMap((f) => [...f.fromEnv.values()].flat())
 }
 
 function locate (source: SourceFile, problem: PathProblem): ConfigProblem {

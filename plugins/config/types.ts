@@ -298,6 +298,8 @@ export interface LimitsConfig {
   redis_timeout_ms: number
   /** Most keys and accounts the in-process limiter tracks (default 100 000). */
   local_max_entries: number
+  /** Most API keys an account may hold that are not revoked (default 50): LIMIT_API_KEY_COUNT_EXCEEDED past it. */
+  max_keys_per_account: number
   /** A UTC day (YYYY-MM-DD) of platform-wide image pause; resumes at 00:00 UTC the next day. */
   images_paused_on?: string
 }

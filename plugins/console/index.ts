@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify'
 import { logRouteCalls } from '../access-log/route-calls.js'
 import { adminContext, type AdminContext } from '../admin/service.js'
+import { ADMIN_SCHEMAS } from '../admin/schemas.js'
 import type { GatewayConfig } from '../config/types.js'
 import { compileCatalogue, gatewayError } from '../errors/index.js'
 import type { Clock, Store } from '../store/index.js'
@@ -52,7 +53,7 @@ const outboxStores = new WeakMap<Store, ConsoleStore>()
  * `extraRoutes`, so it has the admin token check and envelope.
  */
 export function consoleAdminRoutes (app: FastifyInstance, ctx: AdminContext): void {
-  app.get('/console/outbox', async (req) => {
+  app.get('/console/outbox', { schema: ADMIN_SCHEMAS.consoleOutbox }, async (req) => {
     const q = (req.query ?? {}) as Record<string, unknown>
     const limit = q.limit === undefined ? 50 : Number(q.limit)
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw gatewayError('REQUEST_INVALID', { param: 'limit', detail: 'limit must be an integer from 1 to 1000.' })

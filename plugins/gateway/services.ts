@@ -1,5 +1,7 @@
 import { Redis } from 'ioredis'
 import { KeyCache } from '../keys/key-cache.js'
+import { watchKeyChanges, type KeyChangeWatcher } from '../keys/change-watcher.js'
+import { createKeyChangeFeed } from '../store/key-changes.js'
 import { LocalInvalidationBus, type InvalidationBus } from '../keys/invalidation-bus.js'
 import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'
 import { systemClock, type Clock } from '../store/clock.js'
@@ -33,12 +35,16 @@ export interface ServiceEnv {
   /** Negative key cache (config `auth.unknown_key_ttl_ms` / `unknown_key_cache_max`); KeyCache defaults when absent. */
   unknownKeyTtlMs?: number
   unknownKeyCacheMax?: number
+  /** How often the key cache reads the store's revision of keys and accounts (default 500 ms; docs/security.md). */
+  keyChangePollMs?: number
 }
 
 /** The stateful parts behind the gateway: one store, one key cache fed by one invalidation bus. */
 export interface GatewayServices {
   readonly store: Store
   readonly keyCache: KeyCache
+  /** Reads the store's revision of keys and accounts every 500 ms and drops what changed from the key cache (openServices starts it; services built by hand may have none). */
+  readonly keyChanges?: KeyChangeWatcher
   /** Batched request log writes; closed (drained) after the server stopped taking requests. */
   readonly requestLog: RequestLogWriter
   readonly clock: Clock
@@ -136,6 +142,22 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
     ...(env.unknownKeyTtlMs !== undefined ? { unknownTtlMs: env.unknownKeyTtlMs } : {}),
     ...(env.unknownKeyCacheMax !== undefined ? { unknownMax: env.unknownKeyCacheMax } : {})
   })
+  // A key revoked or an account suspended by another process (the CLI, an instance without
+  // Redis) reaches this cache within one poll.
+  let changes: KeyChangeWatcher
+  try {
+    changes = await watchKeyChanges({
+      feed: createKeyChangeFeed(store.backend),
+      cache: keyCache,
+      ...(env.keyChangePollMs !== undefined ? { intervalMs: env.keyChangePollMs } : {}),
+      onError: (err) => process.emitWarning(`key cache: reading the store's key changes failed: ${err.message}`)
+    })
+  } catch (err) {
+    keyCache.close()
+    await store.close()
+    await bus.close()
+    throw err
+  }
   const limitsUrl = env.limitsRedisUrl ?? env.redisUrl
   const limitsRedis = limitsUrl ? openLimitsRedis(limitsUrl, env.redisPrefix ?? 'gw:', env.limitsRedisTimeoutMs ?? 250) : undefined
   const requestLog = new RequestLogWriter(store.requestLog, {
@@ -144,11 +166,13 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
   return {
     store,
     keyCache,
+    keyChanges: changes,
     requestLog,
     clock,
     ...(limitsRedis ? { limitsRedis } : {}),
     async close () {
       limitsRedis?.client.disconnect()
+      await changes.stop()
       keyCache.close()
       await requestLog.close()
       await store.close()

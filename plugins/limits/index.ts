@@ -5,12 +5,12 @@ import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { Clock } from '../store/clock.js'
 import type { Redis } from 'ioredis'
 import { capConnectionsPerAddress } from './connection-cap.js'
-import { Limiter, type StreamLease } from './limiter.js'
-import { compilePolicies, type Policies, type Policy } from './policy.js'
+import { Limiter, type Owner, type StreamLease } from './limiter.js'
+import { compilePolicies, type Policies, type RequestLimits } from './policy.js'
 
 export { capConnectionsPerAddress, ConnectionCounts } from './connection-cap.js'
-export { compilePolicies, type Policies, type Policy } from './policy.js'
-export { Limiter, WINDOW_MS, STREAM_RETRY_AFTER_SECONDS, type StreamLease } from './limiter.js'
+export { compilePolicies, type Policies, type Policy, type RequestLimits } from './policy.js'
+export { Limiter, WINDOW_MS, STREAM_RETRY_AFTER_SECONDS, type Owner, type StreamLease } from './limiter.js'
 export { LocalLimits } from './local.js'
 
 declare module '../pipeline/context.js' {
@@ -35,13 +35,13 @@ export interface LimitsDeps {
 const WARN_EVERY_MS = 10_000
 
 // Module-level async functions, not closures per request.
-async function admitShared (limiter: Limiter, ctx: RequestContext, keyId: string, account: string, policy: Policy, stream: boolean): Promise<void> {
-  const lease = await limiter.admit(keyId, account, ctx.requestId, policy, stream)
+async function admitShared (limiter: Limiter, ctx: RequestContext, who: Owner, limits: RequestLimits, stream: boolean): Promise<void> {
+  const lease = await limiter.admit(who, ctx.requestId, limits, stream)
   if (lease !== undefined) ctx.state.lease = lease
 }
 
-async function leaseFor (limiter: Limiter, ctx: RequestContext, account: string, policy: Policy): Promise<void> {
-  ctx.state.lease = await limiter.lease(account, ctx.requestId, policy)
+async function leaseFor (limiter: Limiter, ctx: RequestContext, who: Owner, limits: RequestLimits): Promise<void> {
+  ctx.state.lease = await limiter.lease(who, ctx.requestId, limits)
 }
 
 function streamsByBody (ctx: RequestContext): boolean {
@@ -49,11 +49,19 @@ function streamsByBody (ctx: RequestContext): boolean {
   return body !== undefined && body.kind === 'json' && body.json.stream === true
 }
 
+/** The account's tier (for the sum of its keys) and the key's own policy when it has a different one. */
+function limitsOf (policies: Policies, keyPolicy: string | null, accountTier: string): RequestLimits {
+  const tier = policies.tier(accountTier)
+  const own = policies.resolve(keyPolicy, accountTier)
+  return own === tier ? tier.alone : { account: tier, key: own }
+}
+
 /**
  * setup: a cap on the connections one client address holds open at once
  * (`server.max_connections_per_address`).
- * admit (after auth, before the body): requests per minute of the key's resolved policy, and
- * a stream lease when the route always streams, in one Redis round trip.
+ * admit (after auth, before the body): requests per minute of the account (its tier bounds the
+ * sum of its keys) and of the key (its own policy, when it has one), and the stream lease(s)
+ * when the route always streams, in one Redis round trip.
  * charge: a stream lease for a request whose body asked to stream.
  * finish: the lease is released (end, abort, error alike).
  * With `limits.enabled: false` only the connection cap is registered: no hook runs per request.
@@ -83,21 +91,21 @@ export function limitsPlugin (deps: LimitsDeps): GatewayPlugin {
     admit (ctx) {
       const auth = ctx.state.auth
       if (auth === undefined) return
-      const policy = policies.resolve(auth.key.rateLimitPolicy, auth.account.tier)
+      const limits = limitsOf(policies, auth.key.rateLimitPolicy, auth.account.tier)
       const stream = ctx.plan.response === 'sse'
+      const who: Owner = { keyId: auth.key.id, accountId: auth.account.id }
       if (!shared) {
-        const lease = limiter.admitLocal(auth.key.id, auth.account.id, ctx.requestId, policy, stream)
+        const lease = limiter.admitLocal(who, ctx.requestId, limits, stream)
         if (lease !== undefined) ctx.state.lease = lease
         return
       }
-      return admitShared(limiter, ctx, auth.key.id, auth.account.id, policy, stream)
+      return admitShared(limiter, ctx, who, limits, stream)
     },
     charge (ctx) {
       if (ctx.state.lease !== undefined || !streamsByBody(ctx)) return
       const auth = ctx.state.auth
       if (auth === undefined) return
-      const policy = policies.resolve(auth.key.rateLimitPolicy, auth.account.tier)
-      return leaseFor(limiter, ctx, auth.account.id, policy)
+      return leaseFor(limiter, ctx, { keyId: auth.key.id, accountId: auth.account.id }, limitsOf(policies, auth.key.rateLimitPolicy, auth.account.tier))
     },
     finish (ctx) {
       const lease = ctx.state.lease

@@ -2,7 +2,7 @@ import type { LimitsConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import type { Clock } from '../store/clock.js'
 import { LocalLimits } from './local.js'
-import type { Policy } from './policy.js'
+import type { Policy, RequestLimits } from './policy.js'
 import { withLimitsCommands, type LimitsClient } from './scripts.js'
 import type { Redis } from 'ioredis'
 
@@ -13,9 +13,17 @@ export const STREAM_RETRY_AFTER_SECONDS = 1
 /** A stream lease a request holds until its finish. */
 export interface StreamLease {
   readonly account: string
+  /** The key whose own streams it also counts in (the key has a policy of its own), else null. */
+  readonly key: string | null
   readonly id: string
   /** Held in Redis (renewed, released there) rather than in this instance's memory. */
   readonly shared: boolean
+}
+
+/** Who a request counts against. */
+export interface Owner {
+  readonly keyId: string
+  readonly accountId: string
 }
 
 export interface LimiterDeps {
@@ -26,18 +34,23 @@ export interface LimiterDeps {
   warn: (err: unknown) => void
 }
 
-const rateExceeded = (waitMs: number): Error => gatewayError('LIMIT_RATE_EXCEEDED', {
+const rateExceeded = (waitMs: number, byKey: boolean): Error => gatewayError('LIMIT_RATE_EXCEEDED', {
   retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
-  detail: 'Too many requests for this key in the last minute.'
+  detail: byKey ? 'Too many requests for this key in the last minute.' : 'Too many requests for this account (all its keys together) in the last minute.'
 })
-const streamsExceeded = (): Error => gatewayError('LIMIT_RATE_EXCEEDED', {
+const streamsExceeded = (byKey: boolean): Error => gatewayError('LIMIT_RATE_EXCEEDED', {
   retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS,
-  detail: 'Too many streams open for this account.'
+  detail: byKey ? 'Too many streams open for this key.' : 'Too many streams open for this account.'
 })
 
+// Names in the in-process limiter (one map for windows, one for leases): an account and a key never share one.
+const localAccount = (id: string): string => 'a:' + id
+const localKey = (id: string): string => 'k:' + id
+
 /**
- * Requests per minute per key (sliding 60 s window) and concurrent streams per account.
- * With Redis: one script per admission (the lease included when the route always streams),
+ * Requests per minute (sliding 60 s windows) and concurrent streams, per account (its tier,
+ * summed over its keys) and per key (its own policy, when it has one).
+ * With Redis: one script per admission (the leases included when the route always streams),
  * shared by every instance. Without Redis, or when Redis fails or is slower than
  * `redis_timeout_ms`: the same limits in this instance's memory (fail-open to per-instance
  * limits; the wallet is never involved).
@@ -47,8 +60,8 @@ export class Limiter {
   private readonly redis: LimitsClient | null
   private readonly prefix: string
   private readonly leaseTtl: number
-  /** Leases this instance holds in Redis, by request id → their set: renewed every renew period. */
-  private readonly live = new Map<string, string>()
+  /** Leases this instance holds in Redis, by request id → their sets: renewed every renew period. */
+  private readonly live = new Map<string, readonly string[]>()
   private renewTimer: NodeJS.Timeout | null = null
 
   constructor (private readonly deps: LimiterDeps) {
@@ -68,74 +81,97 @@ export class Limiter {
   }
 
   /**
-   * Admits one request of `keyId` under `policy`; with `stream`, also takes a lease for
-   * `account`. Throws LIMIT_RATE_EXCEEDED; returns the lease taken, if any.
+   * Admits one request of `who` under `limits`; with `stream`, also takes its stream lease(s).
+   * Throws LIMIT_RATE_EXCEEDED; returns the lease taken, if any.
    */
-  admitLocal (keyId: string, account: string, id: string, policy: Policy, stream: boolean): StreamLease | undefined {
+  admitLocal (who: Owner, id: string, limits: RequestLimits, stream: boolean): StreamLease | undefined {
     const local = this.local
-    if (stream && local.streamsOf(account) >= policy.concurrentStreams) throw streamsExceeded()
-    const wait = local.take(keyId, policy.requestsPerMinute, this.deps.clock.now().getTime())
-    if (wait > 0) throw rateExceeded(wait)
+    const account = localAccount(who.accountId)
+    const key = limits.key === null ? null : localKey(who.keyId)
+    if (stream) {
+      if (local.streamsOf(account) >= limits.account.concurrentStreams) throw streamsExceeded(false)
+      if (key !== null && local.streamsOf(key) >= (limits.key as Policy).concurrentStreams) throw streamsExceeded(true)
+    }
+    const now = this.deps.clock.now().getTime()
+    const waitAccount = local.wait(account, limits.account.requestsPerMinute, now)
+    const waitKey = key === null ? 0 : local.wait(key, (limits.key as Policy).requestsPerMinute, now)
+    if (waitAccount > 0 || waitKey > 0) throw rateExceeded(Math.max(waitAccount, waitKey), waitKey > waitAccount)
+    local.record(account, now)
+    if (key !== null) local.record(key, now)
     if (!stream) return undefined
-    local.acquire(account, id, policy.concurrentStreams)
-    return { account, id, shared: false }
+    local.acquire(account, id, limits.account.concurrentStreams)
+    if (key !== null) local.acquire(key, id, (limits.key as Policy).concurrentStreams)
+    return { account: who.accountId, key: key === null ? null : who.keyId, id, shared: false }
   }
 
-  async admit (keyId: string, account: string, id: string, policy: Policy, stream: boolean): Promise<StreamLease | undefined> {
+  async admit (who: Owner, id: string, limits: RequestLimits, stream: boolean): Promise<StreamLease | undefined> {
     const redis = this.redis as LimitsClient
-    let answer: [number, number]
+    const own = limits.key
+    let answer: [number, number, number]
     try {
       answer = await redis.gwLimitAdmit(
-        this.prefix + 'rpm:' + keyId, this.prefix + 'streams:' + account,
-        policy.requestsPerMinute, WINDOW_MS, id, stream ? policy.concurrentStreams : 0, this.leaseTtl
+        this.accountRate(who.accountId), this.keyRate(who.keyId), this.accountLeases(who.accountId), this.keyLeases(who.keyId),
+        limits.account.requestsPerMinute, own === null ? 0 : own.requestsPerMinute, WINDOW_MS, id,
+        stream ? limits.account.concurrentStreams : 0, stream && own !== null ? own.concurrentStreams : 0, this.leaseTtl
       )
     } catch (err) {
       this.deps.warn(err)
-      return this.admitLocal(keyId, account, id, policy, stream)
+      return this.admitLocal(who, id, limits, stream)
     }
-    if (answer[0] === 1) throw rateExceeded(answer[1])
-    if (answer[0] === 2) throw streamsExceeded()
+    if (answer[0] === 1) throw rateExceeded(answer[1], answer[2] === 2)
+    if (answer[0] === 2) throw streamsExceeded(answer[2] === 2)
     if (!stream) return undefined
-    this.keep(id, account)
-    return { account, id, shared: true }
+    return this.keep(who, id, own !== null)
   }
 
-  /** A lease for a request whose body asked to stream (the rate was counted at admission). */
-  async lease (account: string, id: string, policy: Policy): Promise<StreamLease> {
+  /** The lease(s) of a request whose body asked to stream (the rate was counted at admission). */
+  async lease (who: Owner, id: string, limits: RequestLimits): Promise<StreamLease> {
+    const own = limits.key
     if (this.redis !== null) {
       let taken: number | null = null
       try {
-        taken = await this.redis.gwLeaseTake(this.prefix + 'streams:' + account, policy.concurrentStreams, this.leaseTtl, id)
+        taken = await this.redis.gwLeaseTake(this.accountLeases(who.accountId), this.keyLeases(who.keyId),
+          limits.account.concurrentStreams, own === null ? 0 : own.concurrentStreams, this.leaseTtl, id)
       } catch (err) {
         this.deps.warn(err)
       }
-      if (taken === 1) {
-        this.keep(id, account)
-        return { account, id, shared: true }
-      }
-      if (taken === 0) throw streamsExceeded()
+      if (taken === 1) return this.keep(who, id, own !== null)
+      if (taken === 0 || taken === 2) throw streamsExceeded(taken === 2)
     }
-    if (!this.local.acquire(account, id, policy.concurrentStreams)) throw streamsExceeded()
-    return { account, id, shared: false }
+    const account = localAccount(who.accountId)
+    const key = own === null ? null : localKey(who.keyId)
+    if (key !== null && this.local.streamsOf(key) >= (own as Policy).concurrentStreams) throw streamsExceeded(true)
+    if (!this.local.acquire(account, id, limits.account.concurrentStreams)) throw streamsExceeded(false)
+    if (key !== null) this.local.acquire(key, id, (own as Policy).concurrentStreams)
+    return { account: who.accountId, key: key === null ? null : who.keyId, id, shared: false }
   }
 
   release (lease: StreamLease): void {
     if (!lease.shared) {
-      this.local.release(lease.account, lease.id)
+      this.local.release(localAccount(lease.account), lease.id)
+      if (lease.key !== null) this.local.release(localKey(lease.key), lease.id)
       return
     }
+    const sets = this.live.get(lease.id)
     this.live.delete(lease.id)
     if (this.live.size === 0) this.stopRenewing()
     // A release that fails leaves the lease to expire (within the lease TTL).
-    ;(this.redis as LimitsClient).zrem(this.prefix + 'streams:' + lease.account, lease.id).catch((err: unknown) => { this.deps.warn(err) })
+    const redis = this.redis as LimitsClient
+    for (const set of sets ?? []) redis.zrem(set, lease.id).catch((err: unknown) => { this.deps.warn(err) })
   }
 
-  private keep (id: string, account: string): void {
-    this.live.set(id, this.prefix + 'streams:' + account)
+  private accountRate (id: string): string { return this.prefix + 'rpm-account:' + id }
+  private keyRate (id: string): string { return this.prefix + 'rpm:' + id }
+  private accountLeases (id: string): string { return this.prefix + 'streams:' + id }
+  private keyLeases (id: string): string { return this.prefix + 'streams-key:' + id }
+
+  private keep (who: Owner, id: string, withKey: boolean): StreamLease {
+    this.live.set(id, withKey ? [this.accountLeases(who.accountId), this.keyLeases(who.keyId)] : [this.accountLeases(who.accountId)])
     if (this.renewTimer === null) {
       this.renewTimer = setInterval(() => { this.renew() }, this.deps.config.stream_lease_renew_ms)
       this.renewTimer.unref()
     }
+    return { account: who.accountId, key: withKey ? who.keyId : null, id, shared: true }
   }
 
   /** Renews every live lease of this instance in one pipeline. */
@@ -143,7 +179,9 @@ export class Limiter {
     const redis = this.redis
     if (redis === null || this.live.size === 0) return
     const pipe = redis.pipeline()
-    for (const [id, set] of this.live) (pipe as unknown as LimitsCommands).gwLeaseRenew(set, this.leaseTtl, id)
+    for (const [id, sets] of this.live) {
+      for (const set of sets) (pipe as unknown as LimitsCommands).gwLeaseRenew(set, this.leaseTtl, id)
+    }
     pipe.exec().catch((err: unknown) => { this.deps.warn(err) })
   }
 

@@ -52,40 +52,56 @@ export class LocalLimits {
 
   /** Admits one request of `key` at `now` (ms) under `limit` per window: 0, or the ms to wait. */
   take (key: string, limit: number, now: number): number {
+    const wait = this.wait(key, limit, now)
+    if (wait === 0) this.record(key, now)
+    return wait
+  }
+
+  /**
+   * What admitting one more request of `key` at `now` would cost, without counting it: 0 when it
+   * fits under `limit`, else the ms until the admission that must leave the window does so. An
+   * admission counted in two windows (the key's and its account's) is asked of both first, then
+   * recorded in both, so a refusal by one never fills the other.
+   */
+  wait (key: string, limit: number, now: number): number {
+    const ring = this.windows.get(key)
+    if (ring === undefined) return 0
+    ring.prune(now - this.windowMs)
+    if (ring.count < limit) return 0
+    // The admission that must leave the window before one more fits (limit lowered: an older one).
+    return Math.max(1, ring.at(limit - 1) + this.windowMs - now)
+  }
+
+  /** Counts one admission of `key` at `now` (after `wait` said it fits). */
+  record (key: string, now: number): void {
     let ring = this.windows.get(key)
     if (ring === undefined) {
       ring = new Ring()
       this.windows.set(key, ring)
     }
-    ring.prune(now - this.windowMs)
-    if (ring.count >= limit) {
-      // The admission that must leave the window before one more fits (limit lowered: an older one).
-      return Math.max(1, ring.at(limit - 1) + this.windowMs - now)
-    }
     ring.push(now)
-    return 0
   }
 
-  /** Takes a stream lease of `account` for `id` unless `limit` are held; true when taken. */
-  acquire (account: string, id: string, limit: number): boolean {
-    let held = this.streams.get(account)
+  /** Takes a stream lease of `owner` (an account or a key) for `id` unless `limit` are held; true when taken. */
+  acquire (owner: string, id: string, limit: number): boolean {
+    let held = this.streams.get(owner)
     if (held === undefined) {
       held = new Set()
-      this.streams.set(account, held)
+      this.streams.set(owner, held)
     }
     if (held.size >= limit) return false
     held.add(id)
     return true
   }
 
-  release (account: string, id: string): void {
-    const held = this.streams.get(account)
+  release (owner: string, id: string): void {
+    const held = this.streams.get(owner)
     if (held === undefined) return
     held.delete(id)
-    if (held.size === 0) this.streams.delete(account)
+    if (held.size === 0) this.streams.delete(owner)
   }
 
-  streamsOf (account: string): number {
-    return this.streams.get(account)?.size ?? 0
+  streamsOf (owner: string): number {
+    return this.streams.get(owner)?.size ?? 0
   }
 }

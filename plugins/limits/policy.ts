@@ -6,6 +6,19 @@ export interface Policy {
   readonly rank: number
   readonly requestsPerMinute: number
   readonly concurrentStreams: number
+  /** This tier as the limits of a request whose key has no policy of its own (built once). */
+  readonly alone: RequestLimits
+}
+
+/**
+ * The limits one request is admitted under: its account's tier bounds the sum of every key of
+ * the account; a key with a policy of its own (never ranked above the tier: see Policies) is
+ * also held to that policy alone.
+ */
+export interface RequestLimits {
+  readonly account: Policy
+  /** The key's own policy when it differs from the account's tier; null: the account's bound is the key's. */
+  readonly key: Policy | null
 }
 
 /** The tiers of `limits`, compiled once; `resolve` runs per request and allocates nothing. */
@@ -20,12 +33,21 @@ export interface Policies {
    * policy was bound) is clamped to the tier. A name no longer defined counts as absent.
    */
   resolve (keyPolicy: string | null, accountTier: string): Policy
+  /** The account's tier (the platform default when the tier is no longer defined): it bounds the sum of its keys. */
+  tier (accountTier: string): Policy
+}
+
+class Tier implements Policy {
+  readonly alone: RequestLimits
+  constructor (readonly name: string, readonly rank: number, readonly requestsPerMinute: number, readonly concurrentStreams: number) {
+    this.alone = Object.freeze({ account: this, key: null })
+  }
 }
 
 export function compilePolicies (config: LimitsConfig): Policies {
   const byName = new Map<string, Policy>()
   for (const [name, t] of Object.entries(config.tiers)) {
-    byName.set(name, Object.freeze({ name, rank: t.rank, requestsPerMinute: t.requests_per_minute, concurrentStreams: t.concurrent_streams }))
+    byName.set(name, Object.freeze(new Tier(name, t.rank, t.requests_per_minute, t.concurrent_streams)))
   }
   const fallback = byName.get(config.default_tier)
   if (fallback === undefined) throw new Error(`limits.default_tier "${config.default_tier}" is not a tier`)
@@ -40,6 +62,9 @@ export function compilePolicies (config: LimitsConfig): Policies {
       const own = byName.get(keyPolicy)
       if (own === undefined || own.rank > tier.rank) return tier
       return own
+    },
+    tier (accountTier) {
+      return byName.get(accountTier) ?? fallback
     }
   }
 }

@@ -5,6 +5,7 @@ import type { GatewayConfig } from '../config/types.js'
 import { classify, compileCatalogue, gatewayError, renderError, toOccurrence, type BillingStatus, type Catalogue, type ErrorCode } from '../errors/index.js'
 import { compileRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
 import type { ParsedBody } from '../request/body.js'
+import { bodyUnread } from '../request/read-body.js'
 import type { Outcome, RequestContext } from './context.js'
 import { planPhases, runPhase, type ForwardControl, type GatewayPlugin, type PhasePlan } from './plugin.js'
 import { newRequestId } from './request-id.js'
@@ -198,6 +199,10 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     if (internal) req.log.error({ err }, 'unexpected gateway error')
     const occurrence = toOccurrence(err, req.id, catalogue, ctx?.billing ?? 'NOT_BILLED')
     const rendered = renderError(occurrence, envelope, catalogue)
+    // A refusal before the body arrived whole (no key, an invalid key, a rate limit: the admit
+    // phase runs before the body is read) closes the connection, so the rest of the body is
+    // never read: Node ends the socket once this answer is written (docs/security.md).
+    if (bodyUnread(req.raw)) reply.header('connection', 'close')
     return reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
   }
 

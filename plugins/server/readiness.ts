@@ -1,7 +1,8 @@
-// GET /readyz: whether this instance can serve. It asks the database (one trivial statement),
+// Readiness: whether this instance can serve. It asks the database (one trivial statement),
 // Redis (a PING through the invalidation bus, when REDIS_URL is set) and reports the config it
 // serves (its hash, and the last reload's refusal if one was refused). 200 when every check
 // passed, 503 otherwise; each check is bounded by a timeout so a hung dependency answers 503.
+// The public GET /readyz says only the status; GET /admin/v1/readyz says everything.
 import type { FastifyInstance } from 'fastify'
 import type { Store } from '../store/types.js'
 
@@ -43,24 +44,59 @@ export function databaseCheck (store: Store): () => Promise<Check> {
   return async () => await timed(() => statement.get())
 }
 
-export function readinessRoute (app: FastifyInstance, opts: { store: Store, redis: boolean, config: () => ConfigState, closing?: () => boolean }): void {
+/** Everything the instance knows about its readiness (the admin listener's answer). */
+export interface ReadinessReport {
+  status: 'ready' | 'not_ready' | 'closing'
+  checks?: {
+    database: { kind: Store['kind'] } & Check
+    redis: { configured: false } | ({ configured: true } & Check)
+    config: { ok: true, hash: string, last_reload_error: string | null }
+  }
+}
+
+export interface ReadinessProbe {
+  report (): Promise<ReadinessReport>
+}
+
+export interface ReadinessOptions {
+  store: Store
+  redis: boolean
+  config: () => ConfigState
+  closing?: () => boolean
+}
+
+export function readinessProbe (opts: ReadinessOptions): ReadinessProbe {
   const database = databaseCheck(opts.store)
-  app.get('/readyz', async (_req, reply) => {
-    // A closing instance is not ready: a load balancer stops sending it requests.
-    if (opts.closing?.() === true) return await reply.code(503).header('cache-control', 'no-store').send({ status: 'closing' })
-    const [db, redis] = await Promise.all([
-      database(),
-      opts.redis ? timed(async () => await opts.store.bus.ready()) : Promise.resolve(null)
-    ])
-    const config = opts.config()
-    const ready = db.ok && (redis === null || redis.ok)
-    return reply.code(ready ? 200 : 503).header('cache-control', 'no-store').send({
-      status: ready ? 'ready' : 'not_ready',
-      checks: {
-        database: { kind: opts.store.kind, ...db },
-        redis: redis === null ? { configured: false } : { configured: true, ...redis },
-        config: { ok: true, hash: config.hash, last_reload_error: config.lastReloadError ?? null }
+  return {
+    async report () {
+      // A closing instance is not ready: a load balancer stops sending it requests.
+      if (opts.closing?.() === true) return { status: 'closing' }
+      const [db, redis] = await Promise.all([
+        database(),
+        opts.redis ? timed(async () => await opts.store.bus.ready()) : Promise.resolve(null)
+      ])
+      const config = opts.config()
+      return {
+        status: db.ok && (redis === null || redis.ok) ? 'ready' : 'not_ready',
+        checks: {
+          database: { kind: opts.store.kind, ...db },
+          redis: redis === null ? { configured: false } : { configured: true, ...redis },
+          config: { ok: true, hash: config.hash, last_reload_error: config.lastReloadError ?? null }
+        }
       }
-    })
+    }
+  }
+}
+
+/**
+ * GET /readyz on the public listener: 200 `{ "status": "ready" }` or 503 with `not_ready` or
+ * `closing`, nothing more. Which check failed, the config hash and a refused reload's problems
+ * are the operators' (GET /admin/v1/readyz): tenants reach this listener, and a reload's
+ * problems describe the operator's config.
+ */
+export function readinessRoute (app: FastifyInstance, probe: ReadinessProbe): void {
+  app.get('/readyz', async (_req, reply) => {
+    const { status } = await probe.report()
+    return await reply.code(status === 'ready' ? 200 : 503).header('cache-control', 'no-store').send({ status })
   })
 }

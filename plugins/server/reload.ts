@@ -256,7 +256,8 @@ export class GatewayHost {
     } catch (err) {
       this.upstreamView.read = view
       if (sources !== undefined) this.metrics?.use(sources)
-      return this.refuse(running, [{ file: this.file, line: 0, column: 0, path: '', message: `the new config could not be built: ${err instanceof Error ? err.message : String(err)}` }])
+      // A build failure may quote a config value: one from the environment is named, not shown.
+      return this.refuse(running, [{ file: this.file, line: 0, column: 0, path: '', message: `the new config could not be built: ${loaded.redact(err instanceof Error ? err.message : String(err))}` }])
     }
     // The swap: every request from here on goes to `next`.
     this.current = next

@@ -98,6 +98,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
         loggerInstance: app.log.child({ listener: 'admin' }),
         upstreamView: host.upstreamView,
         control: { reload: async () => reloadAnswer(await host.reload()), instances: async () => await instances.list() },
+        readiness: () => host.app.gatewayReadiness,
         ...(adminMetrics ? { metrics: adminMetrics } : {})
       })
       : null

@@ -7,7 +7,8 @@ import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'
 import { GatewayMetrics, metricsRoute } from '../metrics/index.js'
 import { serverBounds } from '../request/server-bounds.js'
 import { createUpstreamView, upstreamAdminRoutes } from '../upstream/index.js'
-import { readinessRoute, type ConfigState } from './readiness.js'
+import { readinessProbe, readinessRoute, type ConfigState, type ReadinessProbe } from './readiness.js'
+import { readinessAdminRoute } from '../admin/config-routes.js'
 import { gatewayClientErrors, gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
@@ -46,6 +47,8 @@ declare module 'fastify' {
     gatewayMetrics: GatewayMetrics | null
     /** The pipeline's live counts (requests in flight, closing) of the gateway on this server. */
     gatewayStats: PipelineStats
+    /** This server's readiness (the public /readyz says its status; the admin API the whole report). */
+    gatewayReadiness: ReadinessProbe
   }
 }
 
@@ -88,7 +91,9 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   app.decorate('gatewayStats', stats)
   const { services, logger: _logger, adminToken, metrics: givenMetrics, serverFactory: _factory, configState: givenState, loggerInstance: _loggerInstance, ...gatewayOptions } = opts
   const configState: ConfigState = { hash: configHash(opts.config) }
-  readinessRoute(app, { store: services.store, redis: services.store.bus instanceof RedisInvalidationBus, config: givenState ?? (() => configState), closing: () => stats.closing === true })
+  const readiness = readinessProbe({ store: services.store, redis: services.store.bus instanceof RedisInvalidationBus, config: givenState ?? (() => configState), closing: () => stats.closing === true })
+  app.decorate('gatewayReadiness', readiness)
+  readinessRoute(app, readiness)
   const metricsSettings = metricsConfig(opts.config)
   const metrics = givenMetrics !== undefined
     ? givenMetrics
@@ -121,6 +126,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
       clock: services.clock,
       extraRoutes: async (app, ctx) => {
         upstreamAdminRoutes(upstreamView)(app)
+        readinessAdminRoute(app, () => readiness)
         ;(await import('../console/index.js')).consoleAdminRoutes(app, ctx)
       }
     })

@@ -93,8 +93,21 @@ export interface AccountStore {
   markToppedUp(id: string): Promise<Result<Account, 'not_found'>>
 }
 
+/**
+ * The most keys an account may hold that are not revoked (`limits.max_keys_per_account`). The
+ * count and the insert happen in one transaction that excludes every other key creation (SQLite:
+ * an IMMEDIATE transaction; PostgreSQL: the store revision row's lock), so concurrent creations,
+ * from any process, never exceed it.
+ */
+export interface KeyCap {
+  maxKeys: number
+}
+
 export interface KeyStore {
-  create(input: NewKeyInput): Promise<Result<CreatedKey, 'account_not_found'>>
+  /** `cap`: refused with `key_cap_reached` when the account already holds `cap.maxKeys` keys that are not revoked. */
+  create(input: NewKeyInput, cap?: KeyCap): Promise<Result<CreatedKey, 'account_not_found' | 'key_cap_reached'>>
+  /** Keys of the account that are not revoked (the ones the cap counts). */
+  countLive(accountId: string): Promise<number>
   get(id: string): Promise<ApiKeyRecord | null>
   /** Oldest first, revoked keys included. */
   listByAccount(accountId: string): Promise<ApiKeyRecord[]>
@@ -109,7 +122,8 @@ export interface KeyStore {
     accountId: string,
     plaintext: string,
     fields: Partial<KeyFields> & Pick<KeyFields, 'name'>,
-  ): Promise<Result<ApiKeyRecord, 'account_not_found' | 'invalid_key' | 'duplicate'>>
+    cap?: KeyCap,
+  ): Promise<Result<ApiKeyRecord, 'account_not_found' | 'invalid_key' | 'duplicate' | 'key_cap_reached'>>
 }
 
 /** The raw connection, for stores added by other plugins (ledger, request log, jobs). */

@@ -68,6 +68,10 @@ export interface ReloadGatewayOptions {
   mock?: MockUpstream
   /** Another instance's store (same PostgreSQL schema): no seed, its account and key. */
   shareWith?: ReloadGateway
+  /** Environment over the mock's (`${VAR}` expansion at start and on every reload). */
+  env?: Record<string, string>
+  /** Where the instance's log lines go (JSON, one per line); default no log. */
+  log?: { write: (line: string) => void }
 }
 
 export async function startReloadGateway (opts: ReloadGatewayOptions): Promise<ReloadGateway> {
@@ -77,7 +81,7 @@ export async function startReloadGateway (opts: ReloadGatewayOptions): Promise<R
   const file = written.file
   const write = (edit?: (config: RawConfig) => void): void => { writeFileSync(file, stringify(testRawConfig(edit ?? opts.edit))) }
   write(opts.edit)
-  const env: Record<string, string> = { ...process.env as Record<string, string>, ...mockEnv(mock.url), PORT: '0', HOST: '127.0.0.1', GATEWAY_ADMIN_PORT: '0' }
+  const env: Record<string, string> = { ...process.env as Record<string, string>, ...mockEnv(mock.url), PORT: '0', HOST: '127.0.0.1', GATEWAY_ADMIN_PORT: '0', ...(opts.env ?? {}) }
   const loaded = loadConfig(file, env)
   const other = opts.shareWith
   const ownLocation = other === undefined
@@ -89,7 +93,8 @@ export async function startReloadGateway (opts: ReloadGatewayOptions): Promise<R
   })
   // The registry writes the new hash as soon as a reload swapped (it starts after the host).
   const slot: { registry?: InstanceRegistry } = {}
-  const host = await GatewayHost.start({ file, loaded, services, env, logger: false, onSwap: async () => { await slot.registry?.beat() } })
+  const logger = opts.log === undefined ? false : { level: 'info', stream: opts.log }
+  const host = await GatewayHost.start({ file, loaded, services, env, logger, onSwap: async () => { await slot.registry?.beat() } })
   const instances = await startInstanceRegistry({ store: services.store, hash: () => host.hash, reloadedAt: () => host.reloadedAt, log: host.log })
   slot.registry = instances
   const admin: FastifyInstance = await buildAdminServer({
@@ -99,7 +104,8 @@ export async function startReloadGateway (opts: ReloadGatewayOptions): Promise<R
     token: ADMIN_TOKEN,
     logger: false,
     upstreamView: host.upstreamView,
-    control: { reload: async () => reloadAnswer(await host.reload()), instances: async () => await instances.list() }
+    control: { reload: async () => reloadAnswer(await host.reload()), instances: async () => await instances.list() },
+    readiness: () => host.app.gatewayReadiness
   })
   await admin.listen({ port: 0, host: '127.0.0.1' })
   await host.listen(0, '127.0.0.1')

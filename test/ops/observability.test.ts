@@ -140,12 +140,19 @@ t.test('/metrics counts an open stream while it streams', async (t) => {
   t.match(await metrics.registry.metrics(), /^gateway_open_streams 0$/m, 'closed at its end')
 })
 
+const READYZ_ADMIN_TOKEN = 'readyz-admin-token-0123456789abcdefghij'
+
 for (const backend of ['sqlite', 'pg'] as const) {
   t.test(`/readyz checks the database, Redis and reports the config (${backend})`, async (t) => {
-    const gw = await startTestGateway({ backend, ...(backend === 'pg' ? { redisChannel: `ops-readyz-${process.pid}` } : {}) })
+    const gw = await startTestGateway({ backend, server: { adminToken: READYZ_ADMIN_TOKEN }, ...(backend === 'pg' ? { redisChannel: `ops-readyz-${process.pid}` } : {}) })
     let closed = false
     t.teardown(async () => { if (!closed) await gw.close() })
-    const ready = await fetch(gw.url + '/readyz')
+    const publicReady = await fetch(gw.url + '/readyz')
+    t.equal(publicReady.status, 200, 'the public /readyz: 200')
+    t.same(await publicReady.json(), { status: 'ready' }, 'the public /readyz says only the status')
+    // The checks and the config are the operators': the admin API's report.
+    const detail = async (): Promise<Response> => await fetch(gw.url + '/admin/v1/readyz', { headers: { authorization: `Bearer ${READYZ_ADMIN_TOKEN}` } })
+    const ready = await detail()
     const body = await ready.json() as Record<string, any>
     t.equal(ready.status, 200, JSON.stringify(body))
     t.match(body, { status: 'ready', checks: { database: { kind: backend, ok: true }, config: { ok: true, hash: /^[0-9a-f]{64}$/ } } })
@@ -156,10 +163,13 @@ for (const backend of ['sqlite', 'pg'] as const) {
       // The database goes away: the instance says it cannot serve.
       const backendPool = gw.services.store.backend
       if (backendPool.kind === 'pg') await backendPool.pool.end()
-      const down = await fetch(gw.url + '/readyz')
+      const down = await detail()
       const downBody = await down.json() as Record<string, any>
       t.equal(down.status, 503, JSON.stringify(downBody))
       t.match(downBody, { status: 'not_ready', checks: { database: { ok: false, error: String } } })
+      const publicDown = await fetch(gw.url + '/readyz')
+      t.equal(publicDown.status, 503, 'the public /readyz: 503')
+      t.same(await publicDown.json(), { status: 'not_ready' }, 'with only the status: which check failed is the operators\'')
       closed = true
       const step = async (name: string, p: Promise<unknown>): Promise<void> => {
         const started = Date.now()

@@ -73,8 +73,9 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     await waitForMsg('model gateway ready')
 
     const url = `http://127.0.0.1:${port}`
+    // The served config as the admin listener reports it; the public /readyz says only the status.
     const readyz = async (): Promise<{ hash: string, last_reload_error: string | null }> =>
-      ((await (await fetch(`${url}/readyz`)).json()) as { checks: { config: { hash: string, last_reload_error: string | null } } }).checks.config
+      ((await (await fetch(`http://127.0.0.1:${adminPort}/admin/v1/readyz`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { checks: { config: { hash: string, last_reload_error: string | null } } }).checks.config
     const openai = new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 })
     const chat = async (): Promise<string> => {
       const { response } = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'sighup' }] }).withResponse()
@@ -109,6 +110,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const state = await readyz()
     t.equal(state.hash, newHash, '/readyz: the previous good config still serves')
     t.ok(state.last_reload_error !== null && report.every((line) => state.last_reload_error?.includes(line)), '/readyz shows the refusal')
+    t.same(await (await fetch(`${url}/readyz`)).json(), { status: 'ready' }, 'the public /readyz says only the status')
     const third = await chat()
 
     child.kill('SIGTERM')

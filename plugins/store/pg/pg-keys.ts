@@ -3,7 +3,8 @@ import { displayPrefix, isLegacyKey } from '../../keys/key-format.js'
 import { lookupHash, openKey, safeEqualHex } from '../../keys/key-crypto.js'
 import type { StoreContext } from '../context.js'
 import { KEY_COLUMNS, newKeyMaterial, patchEntries, withKeyDefaults } from '../context.js'
-import type { ApiKeyRecord, KeyFields, KeyStore } from '../types.js'
+import type { ApiKeyRecord, KeyCap, KeyFields, KeyStore } from '../types.js'
+import { inTransaction } from './transaction.js'
 
 interface KeyRow {
   id: string
@@ -57,6 +58,7 @@ function pgErrorCode (err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined
 }
 
+const LIVE_SQL = 'SELECT count(*) AS n FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL'
 const FOREIGN_KEY_VIOLATION = '23503'
 const UNIQUE_VIOLATION = '23505'
 
@@ -66,13 +68,19 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
     return rows[0]
   }
 
+  async function countLive (accountId: string): Promise<number> {
+    const { rows } = await pool.query<{ n: string }>(LIVE_SQL, [accountId])
+    return Number(rows[0]?.n ?? 0)
+  }
+
   async function insertRow (
     id: string,
     accountId: string,
     fields: KeyFields,
     material: { prefix: string; lookupHash: string; sealed: string | null },
-    legacy: boolean
-  ): Promise<KeyRow> {
+    legacy: boolean,
+    cap?: KeyCap
+  ): Promise<KeyRow | 'key_cap_reached'> {
     const columns = ['id', 'account_id', 'prefix', 'lookup_hash', 'sealed_key', 'legacy', 'created_at']
     const values: unknown[] = [id, accountId, material.prefix, material.lookupHash, material.sealed, legacy, ctx.clock.now()]
     for (const [field, value] of patchEntries(fields)) {
@@ -80,17 +88,32 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
       values.push(value)
     }
     const placeholders = values.map((_, i) => `$${i + 1}`).join(', ')
-    const row = await one(`INSERT INTO api_keys (${columns.join(', ')}) VALUES (${placeholders}) RETURNING *`, values)
+    const sql = `INSERT INTO api_keys (${columns.join(', ')}) VALUES (${placeholders}) RETURNING *`
+    // An account already at its cap is refused on a plain count, without the lock: a client
+    // that keeps asking at the cap cannot hold up every key write of the cluster.
+    if (cap !== undefined && await countLive(accountId) >= cap.maxKeys) return 'key_cap_reached'
+    const row = cap === undefined
+      ? await one(sql, values)
+      : await inTransaction(pool, async (client) => {
+        // Every key creation under a cap takes the store revision row's lock first (the one
+        // the insert's trigger takes anyway, so the lock order never inverts), then counts: two
+        // creations, from any instance or the CLI, never count the same keys.
+        await client.query('SELECT 1 FROM store_revision WHERE id = 1 FOR UPDATE')
+        const { rows } = await client.query<{ n: string }>(LIVE_SQL, [accountId])
+        if (Number(rows[0]?.n ?? 0) >= cap.maxKeys) return 'key_cap_reached' as const
+        return (await client.query<KeyRow>(sql, values)).rows[0]
+      })
     if (!row) throw new Error('api key insert returned no row')
     return row
   }
 
   return {
-    async create (input) {
+    async create (input, cap) {
       const id = ctx.ids('key')
       const material = newKeyMaterial(ctx, id)
       try {
-        const row = await insertRow(id, input.accountId, withKeyDefaults(input), material, false)
+        const row = await insertRow(id, input.accountId, withKeyDefaults(input), material, false, cap)
+        if (row === 'key_cap_reached') return { ok: false, error: row }
         // Instances that remember this key's hash as unknown (negative cache) forget it now.
         await ctx.publish({ kind: 'key', id })
         return { ok: true, value: { record: toRecord(row), plaintext: material.plaintext } }
@@ -99,6 +122,8 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
         throw err
       }
     },
+
+    countLive,
 
     async get (id) {
       const row = await one('SELECT * FROM api_keys WHERE id = $1', [id])
@@ -157,11 +182,12 @@ export function createPgKeyStore (pool: Pool, ctx: StoreContext): KeyStore {
       return { ok: true, value: openKey(ctx.secret, row.id, row.sealed_key) }
     },
 
-    async importLegacy (accountId, plaintext, fields) {
+    async importLegacy (accountId, plaintext, fields, cap) {
       if (!isLegacyKey(plaintext)) return { ok: false, error: 'invalid_key' }
       const material = { prefix: displayPrefix(plaintext), lookupHash: lookupHash(ctx.secret, plaintext), sealed: null }
       try {
-        const row = await insertRow(ctx.ids('key'), accountId, withKeyDefaults(fields), material, true)
+        const row = await insertRow(ctx.ids('key'), accountId, withKeyDefaults(fields), material, true, cap)
+        if (row === 'key_cap_reached') return { ok: false, error: row }
         await ctx.publish({ kind: 'key', id: row.id })
         return { ok: true, value: toRecord(row) }
       } catch (err) {

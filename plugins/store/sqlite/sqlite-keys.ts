@@ -3,7 +3,7 @@ import { displayPrefix, isLegacyKey } from '../../keys/key-format.js'
 import { lookupHash, openKey, safeEqualHex } from '../../keys/key-crypto.js'
 import type { StoreContext } from '../context.js'
 import { KEY_COLUMNS, newKeyMaterial, patchEntries, withKeyDefaults } from '../context.js'
-import type { ApiKeyRecord, KeyFields, KeyStore } from '../types.js'
+import type { ApiKeyRecord, KeyCap, KeyFields, KeyStore } from '../types.js'
 
 interface KeyRow {
   id: string
@@ -88,6 +88,7 @@ export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore
     'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id'
   )
   const byHash = db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE lookup_hash = ?')
+  const live = db.prepare<[string], bigint>('SELECT count(*) FROM api_keys WHERE account_id = ? AND revoked_at IS NULL').pluck()
   const revoke = db.prepare<[number, string], KeyRow>(
     'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?), sealed_key = NULL WHERE id = ? RETURNING *'
   )
@@ -114,12 +115,28 @@ export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore
     return row
   }
 
+  type InsertArgs = Parameters<typeof insertRow>
+  // IMMEDIATE: the write lock is taken before the count, so a creation in another process (the
+  // CLI, a second instance on the same file) cannot count the same keys and insert past the cap.
+  const cappedInsert = db.transaction((maxKeys: number, args: InsertArgs): KeyRow | 'key_cap_reached' => {
+    if (Number(live.get(args[1]) ?? 0n) >= maxKeys) return 'key_cap_reached'
+    return insertRow(...args)
+  })
+  const insertUnder = (cap: KeyCap | undefined, ...args: InsertArgs): KeyRow | 'key_cap_reached' => {
+    if (cap === undefined) return insertRow(...args)
+    // An account already at its cap is refused on a plain read, without the write lock that the
+    // ledger's batches need too.
+    if (Number(live.get(args[1]) ?? 0n) >= cap.maxKeys) return 'key_cap_reached'
+    return cappedInsert.immediate(cap.maxKeys, args)
+  }
+
   return {
-    async create (input) {
+    async create (input, cap) {
       const id = ctx.ids('key')
       const material = newKeyMaterial(ctx, id)
       try {
-        const row = insertRow(id, input.accountId, withKeyDefaults(input), material, false)
+        const row = insertUnder(cap, id, input.accountId, withKeyDefaults(input), material, false)
+        if (row === 'key_cap_reached') return { ok: false, error: row }
         // Instances that remember this key's hash as unknown (negative cache) forget it now.
         await ctx.publish({ kind: 'key', id })
         return { ok: true, value: { record: toRecord(row), plaintext: material.plaintext } }
@@ -127,6 +144,10 @@ export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore
         if (constraintCode(err) === 'SQLITE_CONSTRAINT_FOREIGNKEY') return { ok: false, error: 'account_not_found' }
         throw err
       }
+    },
+
+    async countLive (accountId) {
+      return Number(live.get(accountId) ?? 0n)
     },
 
     async get (id) {
@@ -175,7 +196,7 @@ export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore
       return { ok: true, value: openKey(ctx.secret, row.id, row.sealed_key) }
     },
 
-    async importLegacy (accountId, plaintext, fields) {
+    async importLegacy (accountId, plaintext, fields, cap) {
       if (!isLegacyKey(plaintext)) return { ok: false, error: 'invalid_key' }
       const material = {
         prefix: displayPrefix(plaintext),
@@ -183,7 +204,8 @@ export function createSqliteKeyStore (db: Database, ctx: StoreContext): KeyStore
         sealed: null,
       }
       try {
-        const row = insertRow(ctx.ids('key'), accountId, withKeyDefaults(fields), material, true)
+        const row = insertUnder(cap, ctx.ids('key'), accountId, withKeyDefaults(fields), material, true)
+        if (row === 'key_cap_reached') return { ok: false, error: row }
         await ctx.publish({ kind: 'key', id: row.id })
         return { ok: true, value: toRecord(row) }
       } catch (err) {

@@ -15,6 +15,7 @@ import { instances } from './012-instances.js'
 import { boundedAccount } from './013-bounded-account.js'
 import { idempotencyRecovery } from './014-idempotency-recovery.js'
 import { consoleAbuse } from './015-console-abuse.js'
+import { storeRevision } from './016-store-revision.js'
 
 export const sqliteMigrations: readonly Migration[] = [
   accountsKeys,
@@ -32,4 +33,5 @@ export const sqliteMigrations: readonly Migration[] = [
   boundedAccount,
   idempotencyRecovery,
   consoleAbuse,
+  storeRevision,
 ]

@@ -1,0 +1,60 @@
+// What every admin route gets, whoever registers it (this folder, the upstream view, the config
+// routes, the console's outbox): a schema for its query string and path parameters, an
+// access-log line, and the connection closed when a refusal leaves a body unread.
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { AccessLogConfig } from '../config/types.js'
+import { bodyUnread } from '../request/read-body.js'
+import { NO_QUERY, paramsOf } from './schemas.js'
+
+/** The message of every admin access-log line (`msg`), to filter on. */
+export const ADMIN_ACCESS_LOG_MESSAGE = 'admin request'
+
+const PARAM = /:([A-Za-z_][A-Za-z0-9_]*)/g
+
+/**
+ * A route registered without a query-string schema takes no query parameter (any one is a 400
+ * naming it), and one without a params schema gets each of its path parameters checked as an id:
+ * a bad value is refused before a handler runs, never a 500 from the store.
+ */
+export function schemaEveryRoute (app: FastifyInstance): void {
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const schema = { ...(route.schema ?? {}) }
+    schema.querystring ??= NO_QUERY
+    const names = [...route.url.matchAll(PARAM)].map((m) => m[1] as string)
+    if (names.length > 0) schema.params ??= paramsOf(names)
+    route.schema = schema
+  })
+}
+
+/**
+ * A refusal answered before the request's body arrived whole (no admin token, a wrong one, the
+ * failure throttle) closes the connection: the rest of the body is never read (docs/security.md).
+ */
+export function closeIfBodyUnread (req: FastifyRequest, reply: FastifyReply): void {
+  if (bodyUnread(req.raw)) reply.header('connection', 'close')
+}
+
+/**
+ * One line per admin call, after its answer: method, route (its pattern), the ids in its path,
+ * status, error code, time. Never a header (the admin token), a body (keys, amounts) or a query
+ * value beyond the route's ids: an audit trail of who called what, from where.
+ */
+export function adminAccessLog (app: FastifyInstance, config: AccessLogConfig | undefined): void {
+  if (config?.enabled === false) return
+  const level = config?.level ?? 'info'
+  app.addHook('onResponse', (req, reply, done) => {
+    const route = req.routeOptions.url ?? null
+    req.log[level]({
+      requestId: req.id,
+      method: req.method,
+      route,
+      // Only on a matched route: its ids passed the params schema (short, no control characters).
+      ids: route === null ? null : req.params,
+      status: reply.statusCode,
+      code: reply.getHeader('x-gateway-error-code') ?? null,
+      totalMs: Math.round(reply.elapsedTime * 100) / 100,
+      ip: req.ip
+    }, ADMIN_ACCESS_LOG_MESSAGE)
+    done()
+  })
+}
