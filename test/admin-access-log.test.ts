@@ -8,7 +8,7 @@ import { writeTestConfig } from './helpers/test-config.js'
 
 const ADMIN_TOKEN = 'admin-log-token-0123456789abcdefghijklmn'
 
-interface Line { msg: string, level: number, requestId?: string, method?: string, route?: string | null, ids?: Record<string, string> | null, status?: number, code?: string | null, totalMs?: number, ip?: string }
+interface Line { msg: string, level: number, requestId?: string, method?: string, route?: string | null, ids?: Record<string, string> | null, status?: number, code?: string | null, totalMs?: number, address?: string }
 
 t.test('one line per admin call, with what an audit needs and nothing secret', async (t) => {
   let output = ''
@@ -53,7 +53,7 @@ t.test('one line per admin call, with what an audit needs and nothing secret', a
   ], 'method, route and status of each call, refusals included')
   t.same(log.map((l) => l.ids), [{}, { id: account.id }, { id: account.id }, { id: created.id }, { id: created.id }, {}, {}, null], 'the ids in each path (what was acted on)')
   t.same(log.map((l) => l.code), [null, null, null, null, null, 'REQUEST_INVALID', 'AUTH_FORBIDDEN', 'REQUEST_ROUTE_NOT_FOUND'], 'the error code of a refusal')
-  t.ok(log.every((l) => typeof l.requestId === 'string' && typeof l.totalMs === 'number' && l.totalMs >= 0 && l.ip === '127.0.0.1'), 'request id, time and address on every line')
+  t.ok(log.every((l) => typeof l.requestId === 'string' && typeof l.totalMs === 'number' && l.totalMs >= 0 && l.address === '127.0.0.1'), 'request id, time and address on every line')
 
   for (const [what, secret] of [['the admin token', ADMIN_TOKEN], ['the wrong token', 'not-the-token-0123456789'], ['the key', created.key], ['the revealed key', revealed.key], ['the credited amount', '25.00'], ['the balance', balance], ['the note', 'invoice 42']] as const) {
     t.notOk(output.includes(secret), `the log holds nothing of ${what}`)

@@ -1,5 +1,5 @@
-// Access-log lines for the plain HTTP APIs beside the model pipeline (the console; usable by
-// any such API): one line per call, written when the answer is sent, so sign-ups, sign-ins,
+// Access-log lines for the plain HTTP APIs beside the model pipeline (the console and the admin
+// API): one line per call, written when the answer is sent, so sign-ups, sign-ins,
 // resets and key changes leave an audit trail. Identifiers and numbers only: the route as
 // declared (`/console/v1/keys/:id`, never the URL with its query), the client address, the
 // account when known and the email as a short SHA-256 (never the address itself); never a
@@ -33,6 +33,8 @@ export interface RouteCallsOptions {
   config: AccessLogConfig | undefined
   /** The line's `msg`, to filter on. */
   message: string
+  /** Add the matched route's path parameters (`ids`: what the call acted on; they passed the route's params schema). */
+  ids?: boolean
 }
 
 /** Registers the hooks on `app` (and the routes registered inside it). */
@@ -50,6 +52,7 @@ export function logRouteCalls (app: FastifyInstance, opts: RouteCallsOptions): v
       method: req.method,
       // Declared routes only: an unknown path is not echoed (it is client text).
       route: req.routeOptions.url ?? null,
+      ...(opts.ids === true ? { ids: req.routeOptions.url === undefined ? null : req.params } : {}),
       status: reply.statusCode,
       code: typeof code === 'string' ? code : null,
       totalMs: Math.round(reply.elapsedTime * 1000) / 1000,

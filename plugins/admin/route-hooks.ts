@@ -2,7 +2,6 @@
 // routes, the console's outbox): a schema for its query string and path parameters, an
 // access-log line, and the connection closed when a refusal leaves a body unread.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import type { AccessLogConfig } from '../config/types.js'
 import { bodyUnread } from '../request/read-body.js'
 import { NO_QUERY, paramsOf } from './schemas.js'
 
@@ -32,29 +31,4 @@ export function schemaEveryRoute (app: FastifyInstance): void {
  */
 export function closeIfBodyUnread (req: FastifyRequest, reply: FastifyReply): void {
   if (bodyUnread(req.raw)) reply.header('connection', 'close')
-}
-
-/**
- * One line per admin call, after its answer: method, route (its pattern), the ids in its path,
- * status, error code, time. Never a header (the admin token), a body (keys, amounts) or a query
- * value beyond the route's ids: an audit trail of who called what, from where.
- */
-export function adminAccessLog (app: FastifyInstance, config: AccessLogConfig | undefined): void {
-  if (config?.enabled === false) return
-  const level = config?.level ?? 'info'
-  app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeOptions.url ?? null
-    req.log[level]({
-      requestId: req.id,
-      method: req.method,
-      route,
-      // Only on a matched route: its ids passed the params schema (short, no control characters).
-      ids: route === null ? null : req.params,
-      status: reply.statusCode,
-      code: reply.getHeader('x-gateway-error-code') ?? null,
-      totalMs: Math.round(reply.elapsedTime * 100) / 100,
-      ip: req.ip
-    }, ADMIN_ACCESS_LOG_MESSAGE)
-    done()
-  })
 }

@@ -15,7 +15,8 @@ import { getModel, listModels, MODEL_ACTIONS, type ModelAction, resetModelStatus
 import type { AdminContext } from './service.js'
 import { ADMIN_SCHEMAS as S, KEY_SCHEMA_CODE, adminValidatorCompiler, schemaRefusal } from './schemas.js'
 import { AdminThrottle } from './throttle.js'
-import { adminAccessLog, closeIfBodyUnread, schemaEveryRoute } from './route-hooks.js'
+import { ADMIN_ACCESS_LOG_MESSAGE, closeIfBodyUnread, schemaEveryRoute } from './route-hooks.js'
+import { logRouteCalls } from '../access-log/route-calls.js'
 
 export interface AdminRoutesOptions {
   store: Store
@@ -96,7 +97,8 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
   }
 
   schemaEveryRoute(app)
-  adminAccessLog(app, opts.config.observability?.access_log)
+  // One line per admin call (the audit trail): never a header (the token), a body or an answer.
+  logRouteCalls(app, { log: app.log, config: opts.config.observability?.access_log, message: ADMIN_ACCESS_LOG_MESSAGE, ids: true })
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err))
   app.setNotFoundHandler((req, reply) => sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND')))
 
