@@ -1,9 +1,11 @@
 // Media sent by URL and charges above the hold, through the running gateway on SQLite and
 // PostgreSQL, with the OpenAI SDK as the client. The regression: a 258-byte chat body with two
 // image URLs was held 0.000655, the upstream reported 200,000 input tokens, and the charge was
-// silently capped at the hold. Now the hold counts the two URL items at the catalogue's
-// `url_media_item` price, and whatever the upstream reports above the hold is posted in full,
-// marked as overage on the request log row and the charge entry, even below the floor.
+// silently capped at the hold. Now the hold counts the model's context window as input (media by
+// URL is input the body does not bound) plus the two URL items at the catalogue's
+// `url_media_item` price, and whatever the upstream reports above the hold (here more than the
+// context window: a provider fault) is posted in full, marked as overage on the request log row
+// and the charge entry, even below the floor.
 import { OpenAI } from 'openai'
 import t from 'tap'
 import { adminClient, expectedCost, ledgerState, nanos, priceOf, settledRow } from './helpers/billing.js'
@@ -26,8 +28,10 @@ const BODY = {
     ]
   }]
 }
-/** What the provider counted for the two fetched images (the mock is told to report it). */
+/** What the provider counted for the two fetched images (the mock is told to report it): above the context window. */
 const MEDIA_INPUT_TOKENS = 200_000
+/** gpt-4o's context window (gateway.yaml): the input bound of a request with media by URL. */
+const CONTEXT_WINDOW = Number(modelOf(readRepoConfig(), MODEL).context_window)
 
 /** The model's per-item price for URL media, read from the YAML as the operator wrote it. */
 function urlMediaItem (modelId: string): bigint {
@@ -37,19 +41,20 @@ function urlMediaItem (modelId: string): bigint {
 }
 
 const price = priceOf(MODEL)
-/** 258 input tokens (one per body byte) and 1 output token, plus two URL items. */
-const HOLD = expectedCost(price, { inputTokens: 258, outputTokens: 1 }) + 2n * urlMediaItem(MODEL)
+/** The context window as input and 1 output token, plus two URL items. */
+const HOLD = expectedCost(price, { inputTokens: CONTEXT_WINDOW, outputTokens: 1 }) + 2n * urlMediaItem(MODEL)
 const CHARGE = expectedCost(price, { inputTokens: MEDIA_INPUT_TOKENS, outputTokens: 1 })
 
 t.test('the figures of the issue', async (t) => {
   t.equal(expectedCost(price, { inputTokens: 258, outputTokens: 1 }), nanos('0.000655'), 'without the URL items the hold was 0.000655')
-  t.ok(CHARGE > HOLD, `the reported charge ${CHARGE} is above even the new hold ${HOLD}`)
+  t.equal(CONTEXT_WINDOW, 128_000, 'the model declares its context window')
+  t.ok(CHARGE > HOLD, `the reported charge ${CHARGE} (more input than the context window) is above even the new hold ${HOLD}`)
 })
 
 for (const backend of ['sqlite', 'pg'] as Backend[]) {
   t.test(`a charge above its hold is posted in full, marked overage (${backend})`, async (t) => {
-    // 0.10 covers the hold (≈ 0.008) but not the charge (≈ 0.50): the overage goes below the floor of 0.
-    const gw = await startTestGateway({ backend, credit: '0.10', server: { adminToken: ADMIN_TOKEN } })
+    // 0.40 covers the hold (≈ 0.327) but not the charge (≈ 0.50): the overage goes below the floor of 0.
+    const gw = await startTestGateway({ backend, credit: '0.40', server: { adminToken: ADMIN_TOKEN } })
     t.teardown(() => gw.close())
     const cap = capturingFetch()
     const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0, fetch: cap.fetch })
@@ -62,7 +67,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
 
     const requestId = cap.last().response?.headers.get('x-request-id') ?? ''
     const row = await settledRow(gw, requestId)
-    t.equal(row.held, HOLD, 'the hold counted both URL items at url_media_item')
+    t.equal(row.held, HOLD, 'the hold counted the context window and both URL items at url_media_item')
     t.equal(row.cost, CHARGE, 'the whole reported cost is charged, not capped at the hold')
     t.equal(row.overage, CHARGE - HOLD, 'the row is marked with the part above the hold')
     t.equal(row.billingStatus, 'BILLED')
@@ -81,7 +86,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const admin = adminClient(gw, ADMIN_TOKEN)
     const listed = await admin<{ data: Array<{ request_id: string, cost: string, held: string, overage: string | null }> }>('GET', `/requests?account_id=${gw.account.id}`)
     const view = listed.json.data.find((d) => d.request_id === requestId)
-    t.match(view, { cost: '0.50001', held: '0.008055', overage: '0.491955' }, 'the admin request listing shows the overage')
+    t.match(view, { cost: '0.50001', held: '0.32741', overage: '0.1726' }, 'the admin request listing shows the overage')
 
     // Below the floor, the next request is refused before anything is sent, and billed nothing.
     const calls = gw.mock.calls.length
@@ -94,7 +99,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
   })
 
   t.test(`the hold includes the URL items: a wallet that covers the old hold only is refused (${backend})`, async (t) => {
-    // 0.005 covers 0.000655 (the hold without the items) but not 0.008055.
+    // 0.005 covers 0.000655 (the hold without the items) but not 0.32741.
     const gw = await startTestGateway({ backend, credit: '0.005' })
     t.teardown(() => gw.close())
     const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0 })

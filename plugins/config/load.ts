@@ -1,6 +1,7 @@
 // loadConfig: read gateway.yaml and its includes, expand ${ENV}, validate against
 // schemas/, cross-check references, then freeze. Every problem of every stage is
 // collected with its file, line and column before anything is thrown.
+import { modelFactWarnings } from '../models/facts-check.js'
 import { builtinOperationsRaw } from '../operations/builtin.js'
 import { crossCheck } from './cross-check.js'
 import type { Env } from './expand-env.js'
@@ -18,19 +19,26 @@ export interface LoadedConfig {
   hash: string
   /** Every file read: the root first, then includes in the order met. */
   files: string[]
+  /**
+   * What the config leaves out that it should say (a model without its context window, output
+   * limit, service tiers or features), located like problems; it loads all the same. Always set
+   * by loadConfig (optional for a LoadedConfig built by hand).
+   */
+  warnings?: ConfigProblem[]
 }
 
 interface Analysis {
   problems: ConfigProblem[]
   config: GatewayConfig | undefined
   files: string[]
+  warnings: ConfigProblem[]
 }
 
 /** Loads and validates a config file; throws ConfigError listing every problem. */
 export function loadConfig (file: string, env: Env = process.env): LoadedConfig {
-  const { problems, config, files } = analyze(file, env)
+  const { problems, config, files, warnings } = analyze(file, env)
   if (problems.length > 0 || config === undefined) throw new ConfigError(problems)
-  return { config: deepFreeze(config), hash: configHash(config), files }
+  return { config: deepFreeze(config), hash: configHash(config), files, warnings }
 }
 
 /** Every problem of a config file, in file order then line order; empty when it loads. */
@@ -43,7 +51,7 @@ function analyze (file: string, env: Env): Analysis {
   const files = sources.files.map((f) => f.file)
   const problems = [...sources.problems]
   // A file that did not parse leaves the merged config partial: schema errors would be noise.
-  if (!sources.complete) return { problems: sortProblems(problems, files), config: undefined, files }
+  if (!sources.complete) return { problems: sortProblems(problems, files), config: undefined, files, warnings: [] }
 
   mergeBuiltinOperations(sources.merged)
   const data: unknown = sources.merged
@@ -65,7 +73,9 @@ function analyze (file: string, env: Env): Analysis {
     .map((p) => locateInSources(sources, p)))
 
   const sorted = sortProblems(problems, files)
-  return { problems: sorted, config: sorted.length === 0 ? config : undefined, files }
+  if (sorted.length > 0) return { problems: sorted, config: undefined, files, warnings: [] }
+  const warnings = sortProblems(modelFactWarnings(config).map((p) => locateInSources(sources, p)), files)
+  return { problems: sorted, config, files, warnings }
 }
 
 /**

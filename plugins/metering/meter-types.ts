@@ -1,5 +1,6 @@
 import type { PriceConfig } from '../config/types.js'
 import type { MeterSpec } from '../operations/compile.js'
+import type { MeteredFeature } from './feature-usage.js'
 import type { ChunkFilter } from './usage-chunk-filter.js'
 import type { Usage } from './usage.js'
 
@@ -30,6 +31,12 @@ export interface MeterInput {
    * meter also offers `filter`, which leaves that chunk out as it meters (one walk for both).
    */
   dropUsageEvents?: boolean
+  /**
+   * The features the request used (operations.<name>.features): their uses are read from the
+   * answer where it says them, else charged at the worst case the hold counted. Absent or empty
+   * for the common request, which keeps the fast path.
+   */
+  features?: readonly MeteredFeature[]
 }
 
 /** Sees the upstream's response bytes as they pass and tells the usage at the end. */
