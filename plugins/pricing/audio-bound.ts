@@ -12,12 +12,13 @@
 //   FLAC               every frame header in the file (sync code, valid fields, CRC-8) adds its
 //                      block size at its sample rate (the lower of the frame's and STREAMINFO's).
 //                      Every frame a decoder plays is counted; a false match only adds.
-//   MP3                every valid MPEG audio frame header in the file adds its samples at its
-//                      rate (same reasoning); without the file's bytes, size at 8 kbit/s, the
-//                      lowest MPEG bitrate.
-//   anything else      size / LOWEST_BYTES_PER_SECOND (8 kbit/s), and any FLAC frames found.
-//                      This is an assumption, not a codec minimum: Ogg/WebM Opus with DTX
-//                      silence can be stored below it (README, Limits).
+//   MP3                every valid MPEG audio frame header in the file (free format included)
+//                      adds its samples at its rate (same reasoning); without the file's bytes,
+//                      size at 8 kbit/s, the lowest MPEG bitrate.
+//   anything else      size / LOWEST_BYTES_PER_SECOND (8 kbit/s), and every raw FLAC, MPEG or
+//                      ADTS AAC frame found, whichever is longest. The 8 kbit/s is an
+//                      assumption, not a codec minimum: Ogg/WebM Opus with DTX silence or MP4
+//                      audio can be stored below it (README, Limits).
 // The header claim keeps its own floor: a file shorter than it claims is held for the claim.
 // The bound is rounded up to a whole second: providers report transcribed audio in whole
 // seconds (`usage: { type: 'duration', seconds }`), so a 6,534.4 s file may be billed 6,535 s.
@@ -166,33 +167,78 @@ export function flacFramesMillis (b: Buffer): number {
   return sum.millis()
 }
 
+const MPEG_RATES: Readonly<Record<number, readonly number[]>> = { 3: [44100, 48000, 32000], 2: [22050, 24000, 16000], 0: [11025, 12000, 8000] }
+
+/**
+ * Samples and rate of an MPEG audio frame header at `i`, free format (bitrate index 0: any
+ * bitrate, so any frame length) included, since a decoder plays those too; null otherwise.
+ */
+function mpegHeaderAt (b: Buffer, i: number): { samples: number, rate: number } | null {
+  const frame = mp3FrameAt(b, i)
+  if (frame !== null) return { samples: frame.samples, rate: frame.sampleRate }
+  const b1 = b[i + 1]; const b2 = b[i + 2]
+  if (b1 === undefined || b2 === undefined || (b1 & 0xe0) !== 0xe0 || (b2 >> 4) !== 0) return null
+  const version = (b1 >> 3) & 3
+  const layer = 4 - ((b1 >> 1) & 3)
+  const rate = MPEG_RATES[version]?.[(b2 >> 2) & 3]
+  if (rate === undefined || layer === 4) return null
+  return { samples: layer === 1 ? 384 : layer === 3 && version !== 3 ? 576 : 1152, rate }
+}
+
 /** Millis of every MPEG audio frame header in the bytes. */
 export function mp3FramesMillis (b: Buffer): number {
   const sum = new SampleSum()
   for (let i = b.indexOf(0xff); i !== -1 && i + 4 <= b.length; i = b.indexOf(0xff, i + 1)) {
-    const frame = mp3FrameAt(b, i)
-    if (frame !== null) sum.add(frame.samples, frame.sampleRate)
+    const frame = mpegHeaderAt(b, i)
+    if (frame !== null) sum.add(frame.samples, frame.rate)
   }
   return sum.millis()
 }
 
-/** The bound from the bytes, for the format the header claim was read as. */
+const ADTS_RATES = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+
+/** Millis of every ADTS (raw AAC) frame header in the bytes: 1,024 samples per raw data block. */
+export function adtsFramesMillis (b: Buffer): number {
+  const sum = new SampleSum()
+  for (let i = b.indexOf(0xff); i !== -1 && i + 7 <= b.length; i = b.indexOf(0xff, i + 1)) {
+    const b1 = b[i + 1] as number; const b2 = b[i + 2] as number; const b6 = b[i + 6] as number
+    // Sync, layer 00; a sampling index the table has.
+    if ((b1 & 0xf6) !== 0xf0) continue
+    const rate = ADTS_RATES[(b2 >> 2) & 0x0f]
+    if (rate !== undefined) sum.add(1024 * ((b6 & 3) + 1), rate)
+  }
+  return sum.millis()
+}
+
+/** The format the bytes are, for the bound: the claim reader's, or FLAC by its marker (a FLAC of unknown length claims nothing). */
+function formatOf (head: Buffer, claimed: DurationSource): DurationSource {
+  if (claimed !== 'size-bound') return claimed
+  return streamInfoRate(head) > 0 ? 'flac' : 'size-bound'
+}
+
+/** The bound from the bytes, for their format. */
 function bytesMillis (file: AudioFile, source: DurationSource): number {
   const whole = wholeFile(file)
   switch (source) {
     case 'wav': return wavBytesMillis(file.head, file.size) ?? sizeBoundMillis(file.size)
     case 'flac': return whole === null ? sizeBoundMillis(file.size) : flacFramesMillis(whole)
     case 'mp3': return whole === null ? sizeBoundMillis(file.size) : mp3FramesMillis(whole)
-    case 'size-bound': return Math.max(sizeBoundMillis(file.size), whole === null ? 0 : flacFramesMillis(whole))
+    // A format the claim reader does not know: the size floor, and every frame of the formats a
+    // decoder might still find in it (raw FLAC frames, free-format MPEG, ADTS AAC), which can be
+    // stored below 8 kbit/s.
+    case 'size-bound': return Math.max(sizeBoundMillis(file.size), whole === null ? 0 : Math.max(flacFramesMillis(whole), mp3FramesMillis(whole), adtsFramesMillis(whole)))
   }
 }
 
 /** The longest `file` can play: never below what its header claims, nor below its bytes' bound. */
 export function audioDurationBound (file: AudioFile): AudioBound {
   const claim = readAudioDuration(file.head, file.size)
-  const bytes = bytesMillis(file, claim.source)
-  const millis = Math.ceil(Math.max(claim.millis, bytes) / 1000) * 1000
-  return { millis, claimMillis: claim.millis, bytesMillis: bytes, source: claim.source }
+  const source = formatOf(file.head, claim.source)
+  // A header that claims nothing readable leaves the bound to the bytes (which keep the size floor where no frame is counted).
+  const claimMillis = claim.source === 'size-bound' ? 0 : claim.millis
+  const bytes = bytesMillis(file, source)
+  const millis = Math.ceil(Math.max(claimMillis, bytes) / 1000) * 1000
+  return { millis, claimMillis, bytesMillis: bytes, source }
 }
 
 export { LOWEST_BYTES_PER_SECOND }

@@ -6,5 +6,5 @@ export { type AudioDuration, type DurationSource, LOWEST_BYTES_PER_SECOND, readA
 export { type AudioBound, type AudioFile, audioDurationBound, flacFramesMillis, mp3FramesMillis } from './audio-bound.js'
 export {
   BYTES_PER_TOKEN, DEFAULT_MAX_OUTPUT_TOKENS, MAX_IMAGES, type WorstCaseFile, type WorstCaseInput,
-  outputTokensPerGeneration, worstCaseUsage
+  featuresAtWorst, outputTokensPerGeneration, worstCaseUsage
 } from './worst-case.js'

@@ -16,7 +16,8 @@
 //               again each time, one pass per use). URL items also add the model's
 //               `url_media_item` price (worstCaseUrlMedia) on top.
 // features      the features the request uses, each at the uses the hold counts (its cap):
-//               costOf adds their per-call and per-use prices and applies a tier multiplier.
+//               costOf adds their per-call and per-use prices and applies a tier multiplier
+//               (featuresAtWorst: only one that raises the price; a cheaper tier may be refused).
 // images        the largest of `bounds.count` (`n`, `parameters.sampleCount`, candidateCount;
 //               default 1), capped at the model's maxImages (default MAX_IMAGES, 10); for an
 //               operation whose count is images, checkBillableParameters refuses a larger one first.
@@ -28,6 +29,8 @@
 // calls, jobs   1.
 // Integer fields are clamped to Number.MAX_SAFE_INTEGER.
 import type { PriceConfig } from '../config/types.js'
+import type { CompiledPrice } from './compile.js'
+import { NANOS_PER_UNIT } from './money.js'
 import type { OperationBounds, ParamPath } from '../operations/compile.js'
 import { audioDurationBound } from './audio-bound.js'
 import { sizeBoundMillis } from './audio-duration.js'
@@ -141,6 +144,20 @@ export function worstCaseUsage (input: WorstCaseInput): Usage {
     reported: false,
     ...(input.features === undefined ? {} : { features: input.features })
   }
+}
+
+/**
+ * The features as the hold counts them, given the price list: per-use and per-call ones at the
+ * uses given (their caps), and a multiplier applied only where it raises the price — a cheaper
+ * tier (flex) the provider may not grant is held at the full price.
+ */
+export function featuresAtWorst (price: CompiledPrice, features: Readonly<Record<string, FeatureUsage>>): Record<string, FeatureUsage> {
+  const out: Record<string, FeatureUsage> = {}
+  for (const [name, f] of Object.entries(features)) {
+    const p = price.features?.get(name)
+    out[name] = p?.charge === 'multiplier' && p.factor < NANOS_PER_UNIT ? { ...f, uses: 0 } : f
+  }
+  return out
 }
 
 /** Code points, the way a string iterates: a surrogate pair counts once, a lone surrogate once. */

@@ -7,7 +7,7 @@ import { inputPasses, referencedMedia, worstFeatures } from '../operations/index
 import { costOf } from '../pricing/cost.js'
 import { parseMoney } from '../pricing/money.js'
 import { urlMediaHold } from '../pricing/url-media.js'
-import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
+import { featuresAtWorst, worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 import type { CapRefusal, HoldCaps } from '../store/ledger/caps.js'
 import type { ApiKeyRecord } from '../store/types.js'
@@ -52,7 +52,8 @@ function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, 
   const passes = inputPasses(uses, referencedMedia(ctx, model))
   // The features plugin refuses this in resolve; a pipeline built without it must not hold less.
   if (passes !== undefined && model.contextWindow === undefined) throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { detail: 'The request makes the provider read input the gateway cannot count, and this model declares no context window to bound it.' })
-  const features = worstFeatures(uses)
+  const declared = worstFeatures(uses)
+  const features = declared === undefined ? undefined : featuresAtWorst(model.price, declared)
   const input: WorstCaseInput = {
     bounds: ctx.plan.op.bounds,
     model: {
