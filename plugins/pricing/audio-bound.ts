@@ -23,7 +23,7 @@
 // The bound is rounded up to a whole second: providers report transcribed audio in whole
 // seconds (`usage: { type: 'duration', seconds }`), so a 6,534.4 s file may be billed 6,535 s.
 // Pure; one indexOf scan per format over the bytes.
-import { LOWEST_BYTES_PER_SECOND, mp3FrameAt, readAudioDuration, sizeBoundMillis, type DurationSource } from './audio-duration.js'
+import { LOWEST_BYTES_PER_SECOND, mp3FrameAt, readAudioDuration, sizeBoundMillis, wavLayout, type DurationSource } from './audio-duration.js'
 
 export interface AudioFile {
   /** Size of the file in bytes. */
@@ -74,29 +74,15 @@ const ADPCM_FORMATS: ReadonlySet<number> = new Set([2, 0x11])
 
 /** The WAV bound from its fmt and data chunks in `head`; null when they are not there. */
 function wavBytesMillis (head: Buffer, size: number): number | null {
-  if (!tag(head, 0, 'RIFF') || !tag(head, 8, 'WAVE')) return null
-  let fmt: { format: number, channels: number, rate: number, blockAlign: number } | null = null
-  let off = 12
-  while (off + 8 <= head.length) {
-    const id = head.toString('latin1', off, off + 4)
-    const len = head.readUInt32LE(off + 4)
-    const body = off + 8
-    if (id === 'fmt ' && body + 16 <= head.length) {
-      let format = head.readUInt16LE(body)
-      // WAVE_FORMAT_EXTENSIBLE: the sub-format GUID starts with the real format tag.
-      if (format === 0xfffe && body + 26 <= head.length) format = head.readUInt16LE(body + 24)
-      fmt = { format, channels: Math.max(1, head.readUInt16LE(body + 2)), rate: head.readUInt32LE(body + 4), blockAlign: head.readUInt16LE(body + 12) }
-    } else if (id === 'data') {
-      if (fmt === null || fmt.rate === 0) return null
-      const available = Math.max(0, size - body)
-      const bytes = BigInt(len === 0 || len === 0xffffffff ? available : Math.min(len, available))
-      if (PCM_FORMATS.has(fmt.format) && fmt.blockAlign > 0) return ceilDiv(bytes * 1000n, BigInt(fmt.rate) * BigInt(fmt.blockAlign))
-      if (ADPCM_FORMATS.has(fmt.format)) return ceilDiv(bytes * 2n * 1000n, BigInt(fmt.channels) * BigInt(fmt.rate))
-      return Math.max(ceilDiv(bytes * 2n * 1000n, BigInt(fmt.rate)), sizeBoundMillis(size))
-    }
-    off = body + len + (len & 1)
-  }
-  return null
+  const layout = wavLayout(head, size)
+  const fmt = layout?.fmt
+  if (layout == null || fmt == null || fmt.rate === 0) return null
+  const format = fmt.subFormat ?? fmt.format
+  const bytes = BigInt(layout.dataBytes)
+  const rate = BigInt(fmt.rate)
+  if (PCM_FORMATS.has(format) && fmt.blockAlign > 0) return ceilDiv(bytes * 1000n, rate * BigInt(fmt.blockAlign))
+  if (ADPCM_FORMATS.has(format)) return ceilDiv(bytes * 2n * 1000n, BigInt(Math.max(1, fmt.channels)) * rate)
+  return Math.max(ceilDiv(bytes * 2n * 1000n, rate), sizeBoundMillis(size))
 }
 
 const FLAC_RATES = [0, 88200, 176400, 192000, 8000, 16000, 22050, 24000, 32000, 44100, 48000, 96000]
