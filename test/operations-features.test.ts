@@ -8,6 +8,7 @@ import {
   compileOperationFeatures, detectFeatures, inputPasses, modelFeatureRefusal, queryPairs,
   type FeatureStance, type FeatureUse, type ModelFeatures
 } from '../plugins/operations/index.js'
+import { countReferencedMedia } from '../plugins/pricing/url-media.js'
 import type { ParsedBody } from '../plugins/request/body.js'
 import { opOf } from './helpers/operations.js'
 
@@ -124,4 +125,16 @@ t.test('compile: declared features, closed lists and query values, from data onl
   t.same(uses(detectFeatures(compiled, body, '?format=raw')), { pricey: { uses: 7, param: 'extras[1].kind' }, mode: { uses: 1, param: 'settings.mode' }, raw: { uses: 1, param: 'format' } })
   t.same(thrown(() => detectFeatures(compiled, json({ extras: [{ kind: 'silver' }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'extras[0].kind' })
   t.same(thrown(() => detectFeatures(compiled, json({}), '?format=xml')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'format' })
+})
+
+t.test('media by reference: URLs and file ids of every family, in one walk', async (t) => {
+  t.same(countReferencedMedia({
+    messages: [
+      { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/a.png' } }, { type: 'file', file: { file_id: 'file-1' } }, { type: 'text', text: 'hi' }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'document', source: { type: 'file', file_id: 'file-2' } }] }] }
+    ],
+    input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-3' }, { type: 'input_image', image_url: 'https://x/b.png' }, { type: 'input_image', image_url: 'data:image/png;base64,AAAA' }] }],
+    contents: [{ parts: [{ fileData: { fileUri: 'gs://b/c.pdf' } }] }]
+  }), { urls: 3, files: 3 })
+  t.same(countReferencedMedia({ messages: [{ role: 'user', content: 'plain text' }] }), { urls: 0, files: 0 })
 })

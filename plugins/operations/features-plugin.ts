@@ -3,7 +3,7 @@ import type { CompiledModel } from '../models/catalogue.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { FeatureUsage } from '../pricing/usage-types.js'
-import { countFileReferences, countUrlMedia } from '../pricing/url-media.js'
+import { countReferencedMedia } from '../pricing/url-media.js'
 import { detectFeatures, modelFeatureRefusal, readsUncountedInput, type FeatureStance, type FeatureUse, type ModelFeatures } from './features.js'
 
 /** Media parts a JSON body references by URL or by uploaded file id (the provider reads them). */
@@ -37,7 +37,7 @@ export function referencedMedia (ctx: RequestContext, model: CompiledModel): Ref
   if (ctx.state.referencedMedia !== undefined) return ctx.state.referencedMedia
   const body = ctx.body
   if (body?.kind !== 'json' || model.price.input === undefined) return NO_MEDIA
-  const media = { urls: countUrlMedia(body.json), files: countFileReferences(body.json) }
+  const media = countReferencedMedia(body.json)
   ctx.state.referencedMedia = media
   return media
 }

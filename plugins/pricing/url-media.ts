@@ -100,6 +100,18 @@ export function countFileReferences (body: Json): number {
   return countAll(body, isFileReference)
 }
 
+/** Both counts in one walk (the hold's: a request of plain text parts pays one pass over its parts). */
+export function countReferencedMedia (body: Json): { urls: number, files: number } {
+  let urls = 0
+  let files = 0
+  countAll(body, (part) => {
+    if (isUrlMedia(part)) urls++
+    else if (isFileReference(part)) files++
+    return false
+  })
+  return { urls, files }
+}
+
 /** What the hold adds for `items` media items sent by URL: 0 when the model declares no price. */
 export function urlMediaHold (price: CompiledPrice, items: number): bigint {
   if (price.urlMediaItem === undefined || items <= 0) return 0n
