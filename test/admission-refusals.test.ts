@@ -204,8 +204,10 @@ t.test('the refusal table: every code, each family, not forwarded, not billed', 
 })
 
 t.test('every code of the table is answered by the plain repository config when YAML declares nothing', async (t) => {
-  // Rows whose refusal comes from a declaration this slice added (not the existing capability checks).
-  const declared = TABLE.filter((r) => !['MODEL_VISION_UNSUPPORTED', 'MODEL_AUDIO_INPUT_UNSUPPORTED', 'MODEL_VIDEO_INPUT_UNSUPPORTED'].includes(r.code) &&
+  // Rows whose refusal comes from a declaration this slice added (not the existing capability
+  // checks). The service tiers are not among them: the repository config ships each model's tiers
+  // (the providers' facts), so a tier the provider does not serve is refused out of the box (next test).
+  const declared = TABLE.filter((r) => !['MODEL_VISION_UNSUPPORTED', 'MODEL_AUDIO_INPUT_UNSUPPORTED', 'MODEL_VIDEO_INPUT_UNSUPPORTED', 'MODEL_SERVICE_TIER_UNAVAILABLE'].includes(r.code) &&
     !r.req.path.includes('veo-image-only') && !r.req.path.includes('veo-text-only'))
   for (const row of declared) {
     await t.test(`${row.code} (${row.family}): ${row.what} passes without the declaration`, async (t) => {
@@ -216,6 +218,16 @@ t.test('every code of the table is answered by the plain repository config when 
       t.equal(res.headers.get('x-gateway-error-code'), null, `no gateway refusal (HTTP ${res.status} ${res.status >= 400 ? text : ''})`)
       t.equal(plain.mock.calls.length, calls + 1, 'forwarded to the upstream once')
     })
+  }
+})
+
+t.test('the plain repository config refuses a service tier the provider does not serve', async (t) => {
+  for (const row of TABLE.filter((r) => r.code === 'MODEL_SERVICE_TIER_UNAVAILABLE')) {
+    const calls = plain.mock.calls.length
+    const res = await send(plain, row.req)
+    await res.text()
+    t.equal(res.headers.get('x-gateway-error-code'), 'MODEL_SERVICE_TIER_UNAVAILABLE', `${row.family}: ${row.what}`)
+    t.equal(plain.mock.calls.length, calls, 'not forwarded')
   }
 })
 

@@ -118,9 +118,18 @@ t.test('a content-policy refusal logs the rule name, never the content', async (
 })
 
 t.test('a config that declares no refusal adds no hook: the checks cost nothing where the catalogue declares nothing', async (t) => {
+  // The repository gateway.yaml ships each model's context window and service tiers (the
+  // providers' facts, checked at the door out of the box); without them it declares no refusal.
+  const bare = loadConfig(writeTestConfig((c) => {
+    for (const m of c.models) {
+      delete m.context_window
+      delete m.service_tiers
+    }
+  }).file, mockEnv('http://127.0.0.1:9')).config
+  const none = admissionPlugin(bare, compileModels(bare))
+  t.same(Object.keys(none), ['name'], 'the repository gateway.yaml without its models\' facts declares none: a plugin with no hook at all')
   const repo = loadConfig(new URL('../gateway.yaml', import.meta.url).pathname, mockEnv('http://127.0.0.1:9')).config
-  const none = admissionPlugin(repo, compileModels(repo))
-  t.same(Object.keys(none), ['name'], 'the repository gateway.yaml declares none: a plugin with no hook at all')
+  t.type(admissionPlugin(repo, compileModels(repo)).resolve, 'function', 'with them, the repository gateway.yaml checks context windows and tiers')
   const declared = loadConfig(writeTestConfig((c) => {
     const raw = c as unknown as { routes: Array<Record<string, unknown>> }
     const route = raw.routes[0] as Record<string, unknown>

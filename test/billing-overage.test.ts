@@ -1,11 +1,13 @@
 // Media sent by URL and charges above the hold, through the running gateway on SQLite and
 // PostgreSQL, with the OpenAI SDK as the client. The regression: a 258-byte chat body with two
 // image URLs was held 0.000655, the upstream reported 200,000 input tokens, and the charge was
-// silently capped at the hold. Now the hold counts the two URL items at the catalogue's
-// `url_media_item` price, and what the upstream reports above the hold is posted down to the
-// account's bound (wallet floor − tier overdraft), never below: the rest is the operator's
-// unrecovered loss, on the request log row, the charge entry, a metric and one log line, and
-// the account refuses requests until it is topped up (issue 25).
+// silently capped at the hold. Now the hold counts the model's context window as input (media by
+// URL is input the body does not bound) plus the two URL items at the catalogue's
+// `url_media_item` price, and what the upstream reports above the hold (here more than the
+// context window: a provider fault) is posted down to the account's bound (wallet floor − tier
+// overdraft), never below: the rest is the operator's unrecovered loss, on the request log row,
+// the charge entry, a metric and one log line, and the account refuses requests until it is
+// topped up (issue 25).
 import { Writable } from 'node:stream'
 import { OpenAI } from 'openai'
 import t from 'tap'
@@ -29,8 +31,10 @@ const BODY = {
     ]
   }]
 }
-/** What the provider counted for the two fetched images (the mock is told to report it). */
+/** What the provider counted for the two fetched images (the mock is told to report it): above the context window. */
 const MEDIA_INPUT_TOKENS = 200_000
+/** gpt-4o's context window (gateway.yaml): the input bound of a request with media by URL. */
+const CONTEXT_WINDOW = Number(modelOf(readRepoConfig(), MODEL).context_window)
 
 /** The model's per-item price for URL media, read from the YAML as the operator wrote it. */
 function urlMediaItem (modelId: string): bigint {
@@ -40,10 +44,10 @@ function urlMediaItem (modelId: string): bigint {
 }
 
 const price = priceOf(MODEL)
-/** 258 input tokens (one per body byte) and 1 output token, plus two URL items. */
-const HOLD = expectedCost(price, { inputTokens: 258, outputTokens: 1 }) + 2n * urlMediaItem(MODEL)
+/** The context window as input and 1 output token, plus two URL items. */
+const HOLD = expectedCost(price, { inputTokens: CONTEXT_WINDOW, outputTokens: 1 }) + 2n * urlMediaItem(MODEL)
 const CHARGE = expectedCost(price, { inputTokens: MEDIA_INPUT_TOKENS, outputTokens: 1 })
-const CREDIT = nanos('0.10')
+const CREDIT = nanos('0.40')
 
 /** Lines a gateway's logger wrote, parsed. */
 function logCapture (): { stream: Writable, lines: () => Array<Record<string, unknown>>, text: () => string } {
@@ -55,15 +59,16 @@ function logCapture (): { stream: Writable, lines: () => Array<Record<string, un
 
 t.test('the figures of the issue', async (t) => {
   t.equal(expectedCost(price, { inputTokens: 258, outputTokens: 1 }), nanos('0.000655'), 'without the URL items the hold was 0.000655')
-  t.ok(CHARGE > HOLD, `the reported charge ${CHARGE} is above even the new hold ${HOLD}`)
-  t.ok(CHARGE > CREDIT, 'and above the whole wallet of 0.10')
+  t.equal(CONTEXT_WINDOW, 128_000, 'the model declares its context window')
+  t.ok(CHARGE > HOLD, `the reported charge ${CHARGE} (more input than the context window) is above even the new hold ${HOLD}`)
+  t.ok(CHARGE > CREDIT, 'and above the whole wallet of 0.40')
 })
 
 for (const backend of ['sqlite', 'pg'] as Backend[]) {
   t.test(`a charge above its hold is posted down to the bound, the rest unrecovered and reported (${backend})`, async (t) => {
     const logs = logCapture()
-    // 0.10 covers the hold (≈ 0.008) but not the charge (≈ 0.50); the bound is the floor of 0.
-    const gw = await startTestGateway({ backend, credit: '0.10', server: { adminToken: ADMIN_TOKEN, logger: { level: 'info', stream: logs.stream } } })
+    // 0.40 covers the hold (≈ 0.327) but not the charge (≈ 0.50); the bound is the floor of 0.
+    const gw = await startTestGateway({ backend, credit: '0.40', server: { adminToken: ADMIN_TOKEN, logger: { level: 'info', stream: logs.stream } } })
     t.teardown(() => gw.close())
     const cap = capturingFetch()
     const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0, fetch: cap.fetch })
@@ -75,7 +80,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
 
     const requestId = cap.last().response?.headers.get('x-request-id') ?? ''
     const row = await settledRow(gw, requestId)
-    t.equal(row.held, HOLD, 'the hold counted both URL items at url_media_item')
+    t.equal(row.held, HOLD, 'the hold counted the context window and both URL items at url_media_item')
     t.equal(row.cost, CREDIT, 'posted: the whole wallet down to the bound of 0, no more')
     t.equal(row.overage, CREDIT - HOLD, 'the posted part above the hold is the overage')
     t.equal(row.unrecovered, CHARGE - CREDIT, 'the rest of the reported cost is unrecovered')
@@ -92,16 +97,16 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const admin = adminClient(gw, ADMIN_TOKEN)
     const listed = await admin<{ data: Array<{ request_id: string, cost: string, held: string, overage: string | null, unrecovered: string | null }> }>('GET', `/requests?account_id=${gw.account.id}`)
     const view = listed.json.data.find((d) => d.request_id === requestId)
-    t.match(view, { cost: '0.10', held: '0.008055', overage: '0.091945', unrecovered: '0.40001' }, 'the admin request listing shows both')
+    t.match(view, { cost: '0.40', held: '0.32741', overage: '0.07259', unrecovered: '0.10001' }, 'the admin request listing shows both')
 
     const reported = logs.lines().filter((l) => typeof l.msg === 'string' && l.msg.startsWith('unrecovered overage'))
     t.equal(reported.length, 1, 'one log line')
-    t.match(reported[0], { level: 40, requestId, reported: '0.50001', posted: '0.10', unrecovered: '0.40001', model: MODEL }, 'warn level, naming the request and the amounts')
+    t.match(reported[0], { level: 40, requestId, reported: '0.50001', posted: '0.40', unrecovered: '0.10001', model: MODEL }, 'warn level, naming the request and the amounts')
     t.notOk(logs.text().includes(gw.key), 'no key in the log')
     t.notOk(logs.text().includes('Compare all'), 'no prompt in the log')
     const metrics = await gw.app.gatewayMetrics?.registry.metrics() ?? ''
     t.match(metrics, /^gateway_unrecovered_overages_total 1$/m, 'the count metric')
-    t.match(metrics, /^gateway_unrecovered_overage_total 0\.40001$/m, 'the amount metric, in currency units')
+    t.match(metrics, /^gateway_unrecovered_overage_total 0\.10001$/m, 'the amount metric, in currency units')
 
     // Refused until a top-up, before anything is sent: a grant does not unlock it.
     const small = { model: MODEL, max_tokens: 1, messages: [{ role: 'user' as const, content: 'hi' }] }
@@ -119,7 +124,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
   })
 
   t.test(`the hold includes the URL items: a wallet that covers the old hold only is refused (${backend})`, async (t) => {
-    // 0.005 covers 0.000655 (the hold without the items) but not 0.008055.
+    // 0.005 covers 0.000655 (the hold without the items) but not 0.32741.
     const gw = await startTestGateway({ backend, credit: '0.005' })
     t.teardown(() => gw.close())
     const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0 })
@@ -138,14 +143,16 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
 
 t.test('the tier\'s overdraft lowers the bound: a charge is posted down to floor − overdraft', async (t) => {
   const tiers = { free: { rank: 0, requests_per_minute: UNREACHED_LIMIT, concurrent_streams: UNREACHED_LIMIT, overdraft: '0.05' } }
-  const gw = await startTestGateway({ credit: '0.10', limits: { default_tier: 'free', tiers } })
+  // 0.40 covers the hold (≈ 0.327); the charge (≈ 0.50) is above 0.40 and the 0.05 overdraft.
+  const gw = await startTestGateway({ credit: '0.40', limits: { default_tier: 'free', tiers } })
   t.teardown(() => gw.close())
   const cap = capturingFetch()
   const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0, fetch: cap.fetch })
   await openai.chat.completions.create(BODY, { headers: { 'x-mock-input-tokens': String(MEDIA_INPUT_TOKENS) } })
   const row = await settledRow(gw, cap.last().response?.headers.get('x-request-id') ?? '')
-  t.equal(row.cost, nanos('0.15'), 'posted 0.10 and the 0.05 overdraft')
-  t.equal(row.unrecovered, CHARGE - nanos('0.15'))
+  t.ok(CHARGE > nanos('0.45'), 'the reported charge is above the wallet and its overdraft')
+  t.equal(row.cost, nanos('0.45'), 'posted 0.40 and the 0.05 overdraft')
+  t.equal(row.unrecovered, CHARGE - nanos('0.45'))
   t.equal((await gw.services.store.ledger.wallet(gw.account.id)).balance, -nanos('0.05'), 'the balance stops at −0.05')
 })
 

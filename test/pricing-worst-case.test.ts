@@ -129,12 +129,13 @@ t.test('speech: characters are code points of input', async (t) => {
   t.equal(worstCaseUsage({ bounds: boundsOf('audio.speech'), model: TTS, bodyBytes: 321 }).characters, 321, 'no input: body size bound')
 })
 
-t.test('WAV: 2.5 s of 16 kHz mono → 2.5 s', async (t) => {
+t.test('WAV: 2.5 s of 16 kHz mono → 2.5 s, held as the whole 3 s a provider may bill', async (t) => {
   const file = wavFile(2.5, 16000)
   t.same(readAudioDuration(file, file.length), { millis: 2500, source: 'wav' })
   const u = worstCaseUsage(upload(file))
-  t.equal(u.audioSeconds, 2.5)
-  t.equal(costOf(compilePrice({ unit: 'audio_second', unit_price: '0.0001' }), u), 250_000n)
+  // The hold rounds the bound up to a whole second: providers report audio in whole seconds.
+  t.equal(u.audioSeconds, 3)
+  t.equal(costOf(compilePrice({ unit: 'audio_second', unit_price: '0.0001' }), u), 300_000n)
   const stereo = wavFile(3, 44100, 2, 100) // LIST chunk before data
   t.same(readAudioDuration(stereo, stereo.length), { millis: 3000, source: 'wav' })
   const big = wavFile(1, 8000, 1, 70_000) // data chunk beyond the 64 KiB head
@@ -166,7 +167,7 @@ t.test('unreadable files are bounded at 8 kbit/s (size / 1000 s)', async (t) => 
   t.equal(readAudioDuration(ogg, ogg.length).source, 'size-bound', 'a frame sync inside another container is ignored')
   t.equal(worstCaseUsage(upload(noise, 'audio.transcriptions', 'audio/ogg')).audioSeconds, 50)
   const two: WorstCaseInput = { ...upload(noise), multipart: { fields: {}, files: [{ field: 'file', size: 2000, head: Buffer.alloc(0), mimeType: 'x' }, { field: 'file2', size: 500, head: Buffer.alloc(0), mimeType: 'x' }] } }
-  t.equal(worstCaseUsage(two).audioSeconds, 2.5, 'files add up')
+  t.equal(worstCaseUsage(two).audioSeconds, 3, 'files add up (each rounded up to a whole second)')
   t.equal(worstCaseUsage({ bounds: boundsOf('audio.transcriptions'), model: upload(noise).model, bodyBytes: 1234 }).audioSeconds, 1.234, 'no file: body size')
 })
 

@@ -168,6 +168,8 @@ export interface RequestLogView {
   error_code: string | null
   stream: boolean
   usage: Record<string, number> | null
+  /** The features the request used: uses, whether the provider reported them, and the price charged. */
+  features: Record<string, { uses: number, reported: boolean, charge: string, price: string | null }> | null
   usage_reported: boolean | null
   cost: string | null
   held: string | null
@@ -211,6 +213,7 @@ export function requestLogView (r: RequestLogRow): RequestLogView {
           calls: r.usage.calls,
           jobs: r.usage.jobs
         },
+    features: r.usage?.features ?? null,
     usage_reported: r.usageReported,
     cost: money(r.cost),
     held: money(r.held),

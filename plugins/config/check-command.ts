@@ -1,5 +1,6 @@
 // `model-gateway check [file]`: validate a config without starting anything (our
 // `kong config parse`). Problems go to stderr, one per line; exit 1 when there are any.
+// Warnings go to stderr too, and leave the exit code 0.
 import type { Env } from './expand-env.js'
 import { loadConfig, type LoadedConfig } from './load.js'
 import { ConfigError, formatProblem } from './problem.js'
@@ -30,7 +31,10 @@ export async function checkCommand (args: readonly string[], io: CommandIo = pro
     io.stderr.write(`${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}\n`)
     return 1
   }
-  const { config } = loaded
+  const { config, warnings = [] } = loaded
+  // Warnings do not fail the check: the config loads, but says less than it should.
+  for (const w of warnings) io.stderr.write(formatProblem(w) + '\n')
+  if (warnings.length > 0) io.stderr.write(`${warnings.length} ${warnings.length === 1 ? 'warning' : 'warnings'}\n`)
   io.stdout.write(`${file}: ok (${config.routes.length} routes, ${config.models.length} models, ${config.errors.catalogue.length} error codes)\n`)
   return 0
 }

@@ -1,6 +1,7 @@
 // loadConfig: read gateway.yaml and its includes, expand ${ENV}, validate against
 // schemas/, cross-check references, then freeze. Every problem of every stage is
 // collected with its file, line and column before anything is thrown.
+import { modelFactWarnings } from '../models/facts-check.js'
 import { builtinOperationsRaw } from '../operations/builtin.js'
 import { crossCheck } from './cross-check.js'
 import type { Env, EnvUse } from './expand-env.js'
@@ -25,6 +26,12 @@ export interface LoadedConfig {
    * problem (a failure to build it), before it is logged or answered.
    */
   redact: (text: string) => string
+  /**
+   * What the config leaves out that it should say (a model without its context window, output
+   * limit, service tiers or features), located like problems; it loads all the same. Always set
+   * by loadConfig (optional for a LoadedConfig built by hand).
+   */
+  warnings?: ConfigProblem[]
 }
 
 interface Analysis {
@@ -32,13 +39,14 @@ interface Analysis {
   config: GatewayConfig | undefined
   files: string[]
   redact: (text: string) => string
+  warnings: ConfigProblem[]
 }
 
 /** Loads and validates a config file; throws ConfigError listing every problem. */
 export function loadConfig (file: string, env: Env = process.env): LoadedConfig {
-  const { problems, config, files, redact } = analyze(file, env)
+  const { problems, config, files, redact, warnings } = analyze(file, env)
   if (problems.length > 0 || config === undefined) throw new ConfigError(problems)
-  return { config: deepFreeze(config), hash: configHash(config), files, redact }
+  return { config: deepFreeze(config), hash: configHash(config), files, redact, warnings }
 }
 
 /** Every problem of a config file, in file order then line order; empty when it loads. */
@@ -53,7 +61,7 @@ function analyze (file: string, env: Env): Analysis {
   const redactor = envRedactor(envValues(sources))
   const redactText = (text: string): string => redactor({ path: [], message: text }, undefined).message
   // A file that did not parse leaves the merged config partial: schema errors would be noise.
-  if (!sources.complete) return { problems: sortProblems(problems, files), config: undefined, files, redact: redactText }
+  if (!sources.complete) return { problems: sortProblems(problems, files), config: undefined, files, redact: redactText, warnings: [] }
 
   mergeBuiltinOperations(sources.merged)
   const data: unknown = sources.merged
@@ -78,7 +86,9 @@ function analyze (file: string, env: Env): Analysis {
     .map(place))
 
   const sorted = sortProblems(problems, files)
-  return { problems: sorted, config: sorted.length === 0 ? config : undefined, files, redact: redactText }
+  if (sorted.length > 0) return { problems: sorted, config: undefined, files, redact: redactText, warnings: [] }
+  const warnings = sortProblems(modelFactWarnings(config).map(place), files)
+  return { problems: sorted, config, files, redact: redactText, warnings }
 }
 
 /**

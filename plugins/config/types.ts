@@ -154,6 +154,69 @@ export interface OperationBoundsConfig {
   count_is_images: boolean
 }
 
+/** A JSON value a body field is compared with. */
+export type MatchValue = string | number | boolean
+
+/** How a request is seen to use a feature (exactly one form; `check` says which combinations hold). */
+export interface FeatureMatchConfig {
+  /** Dotted path of a body list whose entries are examined. */
+  list?: string
+  /** With `list`: the entry field compared with `values`. */
+  field?: string
+  /** With `list`: entry keys any one of which marks the feature. */
+  keys?: string[]
+  /** Body parameters any one of which, present and not null, marks the feature. */
+  param?: string[]
+  /** A query parameter (lower-case name) that marks the feature. */
+  query?: string
+  /** The values that mark it (of the entry field, the param or the query parameter). */
+  values?: MatchValue[]
+}
+
+export type FeatureCharge = 'per_call' | 'per_use' | 'multiplier' | 'tokens'
+export type FeatureInput = 'countable' | 'context_window' | 'context_window_per_use'
+
+export interface FeatureUsesConfig {
+  /** A body parameter capping the uses (max_tool_calls). */
+  param?: string
+  /** A field of the matched list entry capping its uses (max_uses). */
+  item_field?: string
+  /** Uses held for when the request caps none. */
+  default: number
+}
+
+/** Where the provider's answer says how much a feature was used (exactly one key). */
+export interface FeatureReportConfig {
+  /** A count at this path of the answer's usage object. */
+  usage?: string
+  /** Answer output[] items of these types, one use each. */
+  output_items?: string[]
+  /** A candidate carrying this field: one use. */
+  candidates_with?: string
+  /** The answer field equal to one of the values: the feature applied. */
+  answer_value?: { field: string, values: MatchValue[] }
+}
+
+/** One body feature or query value that changes what the provider charges. */
+export interface FeatureConfig {
+  match: FeatureMatchConfig
+  charge: FeatureCharge
+  uses?: FeatureUsesConfig
+  input: FeatureInput
+  report?: FeatureReportConfig
+  /** What a model that does not name the feature does with it; absent: each model must decide. */
+  default?: 'refused' | 'allowed'
+}
+
+/** A body list whose entries must be plain or a declared feature. */
+export interface ToolListConfig {
+  list: string
+  /** The entry field checked; absent: every key of the entry. */
+  field?: string
+  /** Values (or keys) billed as tokens only. */
+  plain: string[]
+}
+
 /** One entry of `operations:` (and of the built-in config/operations.yaml). */
 export interface OperationConfig {
   meter: MeterConfig
@@ -161,6 +224,12 @@ export interface OperationConfig {
   usage_chunk: boolean
   video_parts: boolean
   bounds: OperationBoundsConfig
+  /** Body features and query values the provider charges for, by feature name. */
+  features?: Record<string, FeatureConfig>
+  /** Closed body lists (tools): unknown entry types are refused. */
+  tool_lists?: ToolListConfig[]
+  /** Query parameters forwarded, each with the values that keep the answer meterable (none: nothing forwarded). */
+  query?: Record<string, string[]>
 }
 
 export interface AuthHeaderConfig {
@@ -244,8 +313,20 @@ export interface PriceConfig {
   unit_price?: string
   /** Units the prices refer to (e.g. 1000000 tokens). */
   per?: number
-  /** Hold per media item sent by URL, a decimal string per single item; needs an input token price. */
+  /** Hold per media item sent by URL or file id, a decimal string per single item; needs an input token price. */
   url_media_item?: string
+  /** Operation features this model serves: a price, `allowed` (charge tokens only) or `refused`. */
+  features?: Record<string, FeaturePriceConfig | 'refused' | 'allowed'>
+}
+
+/** The price of one feature: exactly one of the three. */
+export interface FeaturePriceConfig {
+  /** Per request that uses the feature. */
+  per_call?: string
+  /** Per use (one search, one image). */
+  per_use?: string
+  /** Factor on every token price (a priority tier). */
+  multiplier?: string
 }
 
 export interface ModelConfig {

@@ -12,7 +12,7 @@ import { limitsPlugin } from '../limits/index.js'
 import { metricsPlugin, type GatewayMetrics } from '../metrics/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
-import { operationsPlugin } from '../operations/index.js'
+import { featuresPlugin, operationsPlugin } from '../operations/index.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import { pipelineHost, type PipelineStats } from '../pipeline/host.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
@@ -106,6 +106,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     operationsPlugin(),
     // After the model is known, before the hold: refusals the request earns by itself.
     admissionPlugin(config, models),
+    // After admission (a tier the model does not serve is refused as such), before the hold.
+    featuresPlugin(),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotency,
     walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, limits: config.limits, log: parts.log, keeper, onUnrecovered }),

@@ -1,6 +1,7 @@
 import type { PriceConfig } from '../config/types.js'
 import type { MeterSpec } from '../operations/compile.js'
 import type { EstimateFacts } from './input-estimate.js'
+import type { MeteredFeature } from './feature-usage.js'
 import type { ChunkFilter } from './usage-chunk-filter.js'
 import type { Usage } from './usage.js'
 
@@ -31,6 +32,12 @@ export interface MeterInput {
   dropUsageEvents?: boolean
   /** What an estimate needs of the answering model (tokenizer, media bound, context, output ceiling). */
   estimate?: EstimateFacts
+  /**
+   * The features the request used (operations.<name>.features): their uses are read from the
+   * answer where it says them, else charged at the worst case the hold counted. Absent or empty
+   * for the common request, which keeps the fast path.
+   */
+  features?: readonly MeteredFeature[]
 }
 
 /** Sees the upstream's response bytes as they pass and tells the usage at the end. */

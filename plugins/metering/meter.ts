@@ -2,6 +2,7 @@
 // the relay passes them on (never holding the body) and tells the usage when the answer ends.
 
 import { createSpeechMeter, createTranscriptionMeter } from './audio-meters.js'
+import { createFeatureReader, worstFeatureUsage } from './feature-usage.js'
 import { createImageMeter } from './image-meter.js'
 import { createJobMeter, createJobPollMeter } from './job-meter.js'
 import type { Meter, MeterInput } from './meter-types.js'
@@ -22,7 +23,10 @@ function fixedMeter (usage: Usage): Meter {
 function meterFor (input: MeterInput): Meter {
   const spec = input.meter
   switch (spec.kind) {
-    case 'tokens': return createTokenMeter(tokenDialect(spec.dialect), input)
+    case 'tokens': {
+      const features = input.features !== undefined && input.features.length > 0 ? createFeatureReader(spec.dialect, input.features) : null
+      return createTokenMeter(tokenDialect(spec.dialect), input, features)
+    }
     case 'images': return createImageMeter(input, spec.perCall)
     case 'transcription': return createTranscriptionMeter(input)
     case 'speech': return createSpeechMeter(input)
@@ -41,6 +45,13 @@ function fallbackUsage (input: MeterInput): Usage {
   if ((spec.kind === 'images' && spec.perCall) || spec.kind === 'call') usage.calls = 1
   if (spec.kind === 'job') usage.jobs = 1
   return usage
+}
+
+/** Every feature the request used has its uses: the worst case where the meter could not read them. */
+function withAllFeatures (usage: Usage, input: MeterInput): Usage {
+  const features = input.features
+  if (features === undefined || features.length === 0 || usage.features !== undefined) return usage
+  return { ...usage, features: worstFeatureUsage(features) }
 }
 
 /**
@@ -98,10 +109,10 @@ export function createMeter (input: MeterInput): Meter {
     finish: (): Usage => {
       if (result) return { ...result }
       try {
-        result = inner ? inner.finish() : fallbackUsage(input)
+        result = withAllFeatures(inner ? inner.finish() : fallbackUsage(input), input)
       } catch {
         inner = undefined
-        result = fallbackUsage(input)
+        result = withAllFeatures(fallbackUsage(input), input)
       }
       return { ...result }
     },

@@ -1,4 +1,5 @@
 import { eventJson, firstNonSpace, isRecord, parseCaptured } from './body-reader.js'
+import type { FeatureReader } from './feature-usage.js'
 import { createJsonScanner, type JsonScanner } from './json-scan.js'
 import type { Meter, MeterInput } from './meter-types.js'
 import { estimateUsage } from './estimate.js'
@@ -15,6 +16,13 @@ import { utf8Bytes } from './utf8.js'
  * it streams (see json-scan.ts).
  */
 const WHOLE_JSON_MAX_BYTES = 256 * 1024
+
+/**
+ * With a feature to read from the answer (a request that used one), a JSON answer is parsed
+ * whole up to this size (an image generation answer carries its images): beyond it, the
+ * features are charged at their worst case.
+ */
+const FEATURE_JSON_MAX_BYTES = 32 * 1024 * 1024
 
 /** An event of a fast-read stream bigger than this is counted but never parsed (as sse.ts). */
 const MAX_EVENT_BYTES = 16 * 1024 * 1024
@@ -64,8 +72,12 @@ function capturedOf (value: unknown, capture: ReadonlySet<string>): Map<string, 
  * parsed, up to USAGE_EVENT_MAX_BYTES only: a bigger event is passed on as it comes and its
  * text counted, as the filter alone would pass it.
  */
-export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Meter {
+export function createTokenMeter (dialect: TokenDialect, input: MeterInput, features: FeatureReader | null = null): Meter {
   const state: StreamState = { usage: undefined, textBytes: 0 }
+  // A request that used a feature is read on the exact path (every event parsed, a JSON answer
+  // parsed whole), where the feature reader sees what it needs; every other request keeps the
+  // fast one.
+  const wholeJsonMax = features === null ? WHOLE_JSON_MAX_BYTES : FEATURE_JSON_MAX_BYTES
   // The event last handed to the tap's onParse and the JSON of its data: the filter's drop,
   // which the tap asks next about the same bytes, decides on that parse.
   let parsedRaw: Buffer | null = null
@@ -73,7 +85,10 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
   const readEvent = (e: SseEvent): void => {
     const data = eventJson(e.data)
     parsedJson = data
-    if (data) dialect.event(e.event, data, state)
+    if (data) {
+      dialect.event(e.event, data, state)
+      features?.event(data)
+    }
   }
   const filtering = input.dropUsageEvents === true
   // A failure while reading an event must not break the walk that passes the stream on.
@@ -102,7 +117,7 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
       mode = 'json'
     } else {
       mode = 'sse'
-      const fast = dialect.sse
+      const fast = features === null ? dialect.sse : undefined
       if (fast && c !== BOM_FIRST_BYTE) {
         tap = createSseTap({
           textKeys: fast.textKeys,
@@ -132,6 +147,7 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
     if (scanner === null) {
       try {
         const value: unknown = JSON.parse(Buffer.concat(held, heldBytes).toString('utf8'))
+        if (features !== null) for (const record of Array.isArray(value) ? value : [value]) features.answer(record)
         return { usage: dialect.json(capturedOf(value, dialect.capture)), textBytes: textUnder(value, dialect.textKeys) }
       } catch {
         // A cut or malformed answer: the scanner keeps what it can read of it.
@@ -151,7 +167,7 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
       }
       held.push(chunk)
       heldBytes += chunk.length
-      if (heldBytes > WHOLE_JSON_MAX_BYTES) scanner = toScanner()
+      if (heldBytes > wholeJsonMax) scanner = toScanner()
     } else if (tap !== null) {
       tap.push(chunk)
     } else {
@@ -215,9 +231,13 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
       if (failure !== null) throw failure
       // Only a missing or rejected count asks for the estimate (tokenUsage calls it then).
       const estimate = (outputBytes: number) => () => estimateUsage(dialect.name, input.request, input.estimate, outputBytes)
+      const withFeatures = (usage: Usage): Usage => {
+        if (features !== null) usage.features = features.result(usage.reported)
+        return usage
+      }
       if (mode === 'json') {
         const out = outputJson()
-        return tokenUsage(out.usage, estimate(out.textBytes))
+        return withFeatures(tokenUsage(out.usage, estimate(out.textBytes)))
       }
       let fastBytes = 0
       if (tap !== null) {
@@ -227,7 +247,7 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput): Met
       } else {
         parser?.end()
       }
-      return tokenUsage(state.usage, estimate(state.textBytes + fastBytes))
+      return withFeatures(tokenUsage(state.usage, estimate(state.textBytes + fastBytes)))
     }
   }
 }

@@ -5,7 +5,7 @@ import type { Usage } from '../pricing/usage-types.js'
 
 export type { Usage }
 
-export type UsageCounts = Omit<Usage, 'reported'>
+export type UsageCounts = Omit<Usage, 'reported' | 'features'>
 export type UsageField = keyof UsageCounts
 
 /** Numbers as the upstream sent them, not yet believed. */

@@ -21,6 +21,8 @@ export interface CompiledModel {
   /** Exact integer rates compiled from the decimal prices at boot. */
   readonly price: CompiledPrice
   readonly maxOutputTokens: number | undefined
+  /** Context window in tokens (`context_window`): what input the body does not bound is held at. */
+  readonly contextWindow: number | undefined
   /** Most images one request may ask for: `max_images`, else MAX_IMAGES. */
   readonly maxImages: number
   readonly requiresTopup: boolean
@@ -87,6 +89,7 @@ export function compileModels (config: GatewayConfig): ModelCatalogue {
       pricing: m.pricing,
       price: compilePrice(m.pricing, `models[${i}].pricing`),
       maxOutputTokens: m.max_output_tokens,
+      contextWindow: m.context_window,
       maxImages: m.max_images ?? MAX_IMAGES,
       requiresTopup: m.requires_topup === true,
       config: m

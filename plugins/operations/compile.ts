@@ -1,8 +1,9 @@
 // compileOperations: the one table of facts about operations (meter, job role, usage chunk,
-// worst-case bounds), compiled from the config once and frozen. Request-time code reads a
-// route plan's `op`, never an operation's name.
+// worst-case bounds, billable features), compiled from the config once and frozen.
+// Request-time code reads a route plan's `op`, never an operation's name.
 import type { GatewayConfig, JobRole, OperationConfig, TokenDialectName } from '../config/types.js'
 import { builtinOperations } from './builtin.js'
+import { compileOperationFeatures, type OperationFeatures } from './feature-compile.js'
 
 /** How an answer of the operation is metered. */
 export type MeterSpec =
@@ -38,6 +39,8 @@ export interface CompiledOperation {
   readonly usageChunk: boolean
   readonly videoParts: boolean
   readonly bounds: OperationBounds
+  /** Body features and query values the provider charges for, and the closed lists (tools). */
+  readonly features: OperationFeatures
 }
 
 export interface CompiledOperations {
@@ -84,7 +87,8 @@ export function compileOperation (name: string, entry: OperationConfig): Compile
       maxTokens: paths(entry.bounds?.max_tokens),
       count: paths(entry.bounds?.count),
       countIsImages: entry.bounds?.count_is_images === true
-    })
+    }),
+    features: compileOperationFeatures(entry)
   })
 }
 

@@ -26,9 +26,18 @@ function skipId3 (head: Buffer): number {
   return 10 + size + (((head[5] ?? 0) & 0x10) !== 0 ? 10 : 0)
 }
 
-function wav (head: Buffer, size: number): number | null {
+/** The fmt fields and the data chunk of a WAV, as far as `head` holds them. */
+export interface WavLayout {
+  /** The fmt chunk before the data chunk; null when there was none. */
+  fmt: { format: number, subFormat: number | null, channels: number, rate: number, byteRate: number, blockAlign: number } | null
+  /** Bytes of the data chunk present in the file (its declared length, at most what the file holds). */
+  dataBytes: number
+}
+
+/** The layout of a RIFF/WAVE file whose data chunk starts within `head`; null otherwise. */
+export function wavLayout (head: Buffer, size: number): WavLayout | null {
   if (!tag(head, 0, 'RIFF') || !tag(head, 8, 'WAVE')) return null
-  let byteRate = 0
+  let fmt: WavLayout['fmt'] = null
   let off = 12
   while (off + 8 <= head.length) {
     const id = head.toString('latin1', off, off + 4)
@@ -36,20 +45,28 @@ function wav (head: Buffer, size: number): number | null {
     const body = off + 8
     if (id === 'fmt ' && body + 16 <= head.length) {
       const format = head.readUInt16LE(body)
-      const declared = head.readUInt32LE(body + 8)
-      const computed = head.readUInt32LE(body + 4) * head.readUInt16LE(body + 12) // sampleRate × blockAlign
-      // For PCM the decoder goes by sample rate and block size; take the slower of the two rates.
-      const pcm = [1, 3, 6, 7, 0xfffe].includes(format)
-      byteRate = pcm && computed > 0 ? Math.min(declared || computed, computed) : declared
+      // WAVE_FORMAT_EXTENSIBLE: the sub-format GUID starts with the real format tag.
+      const subFormat = format === 0xfffe && body + 26 <= head.length ? head.readUInt16LE(body + 24) : null
+      fmt = { format, subFormat, channels: head.readUInt16LE(body + 2), rate: head.readUInt32LE(body + 4), byteRate: head.readUInt32LE(body + 8), blockAlign: head.readUInt16LE(body + 12) }
     } else if (id === 'data') {
-      if (byteRate <= 0) return null
       const available = Math.max(0, size - body)
-      const bytes = len === 0 || len === 0xffffffff ? available : Math.min(len, available)
-      return ceilDiv(BigInt(bytes) * 1000n, BigInt(byteRate))
+      return { fmt, dataBytes: len === 0 || len === 0xffffffff ? available : Math.min(len, available) }
     }
     off = body + len + (len & 1)
   }
   return null
+}
+
+function wav (head: Buffer, size: number): number | null {
+  const layout = wavLayout(head, size)
+  const fmt = layout?.fmt
+  if (layout == null || fmt == null) return null
+  const computed = fmt.rate * fmt.blockAlign
+  // For PCM the decoder goes by sample rate and block size; take the slower of the two rates.
+  const pcm = [1, 3, 6, 7, 0xfffe].includes(fmt.format)
+  const byteRate = pcm && computed > 0 ? Math.min(fmt.byteRate || computed, computed) : fmt.byteRate
+  if (byteRate <= 0) return null
+  return ceilDiv(BigInt(layout.dataBytes) * 1000n, BigInt(byteRate))
 }
 
 const KBPS: Record<string, readonly number[]> = {

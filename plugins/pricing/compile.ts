@@ -33,12 +33,26 @@ export interface CompiledPrice {
    * raises the worst-case hold: the charge is the input tokens the upstream reports for it.
    */
   urlMediaItem?: bigint
+  /** The operation features this list prices, allows or refuses, by feature name. */
+  features?: ReadonlyMap<string, CompiledFeaturePrice>
 }
+
+/**
+ * One feature of a price list: nano-units per call or per use; a factor on every token price in
+ * nano-units (1.7 → 1_700_000_000, so the exact factor is factor / NANOS_PER_UNIT); allowed
+ * (billed as the tokens it makes the provider read); refused.
+ */
+export type CompiledFeaturePrice =
+  | { readonly charge: 'per_call' | 'per_use', readonly amount: bigint }
+  | { readonly charge: 'multiplier', readonly factor: bigint }
+  | { readonly charge: 'allowed' | 'refused' }
 
 const UNITS: readonly PriceUnit[] = ['token', 'image', 'audio_second', 'character', 'call', 'job']
 const TOKEN_FIELDS = ['input', 'output', 'cached_input'] as const
 
 type MoneyField = typeof TOKEN_FIELDS[number] | 'unit_price' | 'url_media_item'
+
+const FEATURE_CHARGES = ['per_call', 'per_use', 'multiplier'] as const
 
 /**
  * A price list compilePrice refuses. `field` and `reason` are kept apart so `check` can point at
@@ -110,11 +124,43 @@ export function compilePrice (p: PriceConfig, where = 'pricing'): CompiledPrice 
     fail('url_media_item', 'holds for input tokens of media sent by URL, so it needs an input price')
   }
 
+  const features = p.features === undefined ? undefined : compileFeaturePrices(p.features, fail)
+
   const out: CompiledPrice = { unit: p.unit }
   if (input !== undefined) out.input = { numerator: input, per }
   if (output !== undefined) out.output = { numerator: output, per }
   if (cachedInput !== undefined) out.cachedInput = { numerator: cachedInput, per }
   if (unitPrice !== undefined) out.unitPrice = { numerator: unitPrice, per }
   if (urlMediaItem !== undefined) out.urlMediaItem = urlMediaItem
+  if (features !== undefined) out.features = features
+  return out
+}
+
+function compileFeaturePrices (entries: NonNullable<PriceConfig['features']>, fail: (field: string | null, message: string) => never): ReadonlyMap<string, CompiledFeaturePrice> {
+  const out = new Map<string, CompiledFeaturePrice>()
+  if (entries === null || typeof entries !== 'object') fail('features', 'expected a mapping of feature names')
+  for (const [name, entry] of Object.entries(entries)) {
+    if (entry === 'refused' || entry === 'allowed') {
+      out.set(name, Object.freeze({ charge: entry }))
+      continue
+    }
+    const keys = entry !== null && typeof entry === 'object' ? Object.keys(entry) : []
+    const charge = FEATURE_CHARGES.find((c) => keys.includes(c))
+    if (charge === undefined || keys.length !== 1) fail(`features.${name}`, 'must be refused, allowed, or exactly one of per_call, per_use, multiplier')
+    const raw: unknown = (entry as Record<string, unknown>)[charge as string]
+    let amount: bigint
+    try {
+      if (typeof raw !== 'string') throw new Error(`must be a decimal string such as "0.01", got ${JSON.stringify(raw)}`)
+      amount = parseMoney(raw)
+    } catch (err) {
+      return fail(`features.${name}.${String(charge)}`, isMoneyFormatError(err) ? err.message : (err as Error).message)
+    }
+    if (charge === 'multiplier') {
+      if (amount === 0n) fail(`features.${name}.multiplier`, 'must be above 0')
+      out.set(name, Object.freeze({ charge, factor: amount }))
+    } else {
+      out.set(name, Object.freeze({ charge: charge as 'per_call' | 'per_use', amount }))
+    }
+  }
   return out
 }

@@ -1,5 +1,6 @@
 // Whether a model is priced completely enough to serve: its price list has every price its unit
-// needs and compiles to exact rates, and every operation it serves has a meter that bills. One
+// needs and compiles to exact rates, every operation it serves has a meter that bills, and every
+// feature those operations declare is priced or refused (feature-check.ts). One
 // definition for the three places that ask: `check` demands it of every model but a draft, the
 // catalogue leaves a draft without it out, and publishing a draft (admin API) is refused
 // without it (MODEL_PUBLISH_PRICING_REQUIRED). Pure and tolerant of a config that failed the
@@ -8,6 +9,7 @@ import type { GatewayConfig, ModelConfig } from '../config/types.js'
 import type { PathProblem } from '../config/problem.js'
 import { operationEntries } from '../operations/compile.js'
 import { compilePrice, PriceConfigError } from './compile.js'
+import { featurePriceProblems } from './feature-check.js'
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 
@@ -24,7 +26,7 @@ export function operationsTable (config: Pick<GatewayConfig, 'operations'>): Rec
  * (`pricing`, `pricing.<field>`, `operations.<name>`); empty when it is complete.
  */
 export function pricingProblems (model: ModelConfig, operations: Record<string, unknown>): PathProblem[] {
-  return [...priceListProblems(model), ...unbilledOperations(model, operations)]
+  return [...priceListProblems(model), ...unbilledOperations(model, operations), ...featurePriceProblems(model, operations)]
 }
 
 function priceListProblems (model: ModelConfig): PathProblem[] {

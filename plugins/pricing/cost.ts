@@ -17,9 +17,13 @@
 //   character     characters × unit_price.
 //   call          calls × unit_price.
 //   job           jobs × unit_price.
+//   features      (usage.features, when the request used any) each per_call or per_use feature
+//                 adds uses × its price; a multiplier feature that applied multiplies the token
+//                 terms above by its factor. All inside the same exact total, rounded once.
 // Costs are never negative: a negative, non-finite or (for counts) non-integer usage field, or
 // cachedInputTokens > inputTokens, is a programming error and throws a RangeError.
 import type { CompiledPrice, Rate } from './compile.js'
+import { NANOS_PER_UNIT } from './money.js'
 import type { Usage } from './usage-types.js'
 
 const COUNT_FIELDS = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'images', 'characters', 'calls', 'jobs'] as const
@@ -86,18 +90,49 @@ function unitRate (price: CompiledPrice): Rate {
   return price.unitPrice
 }
 
+/** The features' terms: the factor on the token terms (null: none applied), and the fraction they add. */
+function featureTerms (price: CompiledPrice, usage: Usage): { factor: Fraction | null, extra: Fraction } {
+  let factorNum = 1n
+  let factorDen = 1n
+  let extra: Fraction = { num: 0n, den: 1n }
+  for (const [name, used] of Object.entries(usage.features ?? {})) {
+    const uses = used.uses
+    if (!Number.isSafeInteger(uses) || uses < 0) throw new RangeError(`usage.features.${name}.uses must be a non-negative integer, got ${String(uses)}`)
+    // A feature billed as tokens has nothing of its own: its tokens are in the usage.
+    if (uses === 0 || used.charge === 'tokens') continue
+    const p = price.features?.get(name)
+    if (p === undefined || p.charge === 'refused') throw new RangeError(`feature ${name} was used but the price list does not price it`)
+    if (p.charge === 'per_call' || p.charge === 'per_use') extra = add(extra, BigInt(uses), { numerator: p.amount, per: 1n })
+    else if (p.charge === 'multiplier') {
+      factorNum *= p.factor
+      factorDen *= NANOS_PER_UNIT
+    }
+  }
+  return { factor: factorDen === 1n ? null : { num: factorNum, den: factorDen }, extra }
+}
+
+/** The token terms of `usage`, times the features' factor when one applied. */
+function addTokensTimes (acc: Fraction, price: CompiledPrice, usage: Usage, factor: Fraction | null): Fraction {
+  if (factor === null) return addTokens(acc, price, usage)
+  const tokens = addTokens({ num: 0n, den: 1n }, price, usage)
+  const scaled = { num: tokens.num * factor.num, den: tokens.den * factor.den }
+  return { num: acc.num * scaled.den + scaled.num * acc.den, den: acc.den * scaled.den }
+}
+
 /** Exact cost of `usage` under `price`, in nano-units, rounded up once (see the rule above). */
 export function costOf (price: CompiledPrice, usage: Usage): bigint {
   for (const field of COUNT_FIELDS) checkCount(usage, field)
   const millis = usage.audioSeconds === 0 ? 0n : billableMillis(usage.audioSeconds)
-  let total: Fraction = { num: 0n, den: 1n }
+  const features = usage.features === undefined ? null : featureTerms(price, usage)
+  let total: Fraction = features === null ? { num: 0n, den: 1n } : features.extra
+  const factor = features?.factor ?? null
   switch (price.unit) {
     case 'token':
-      total = addTokens(total, price, usage)
+      total = addTokensTimes(total, price, usage, factor)
       break
     case 'image':
       total = add(total, count(usage, 'images'), unitRate(price))
-      total = addTokens(total, price, usage)
+      total = addTokensTimes(total, price, usage, factor)
       break
     case 'audio_second':
       total = add(total, millis, unitRate(price), 1000n)

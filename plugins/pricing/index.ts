@@ -1,9 +1,10 @@
 export { MONEY_SCALE, MoneyFormatError, NANOS_PER_UNIT, formatMoney, isMoneyFormatError, parseMoney } from './money.js'
-export type { Usage } from './usage-types.js'
-export { type CompiledPrice, type PriceUnit, type Rate, compilePrice, PriceConfigError } from './compile.js'
+export type { FeatureUsage, Usage } from './usage-types.js'
+export { type CompiledFeaturePrice, type CompiledPrice, type PriceUnit, type Rate, compilePrice, PriceConfigError } from './compile.js'
 export { billableMillis, costOf } from './cost.js'
 export { type AudioDuration, type DurationSource, LOWEST_BYTES_PER_SECOND, readAudioDuration, sizeBoundMillis } from './audio-duration.js'
+export { type AudioBound, type AudioFile, audioDurationBound, flacFramesMillis, mp3FramesMillis } from './audio-bound.js'
 export {
   BYTES_PER_TOKEN, DEFAULT_MAX_OUTPUT_TOKENS, MAX_IMAGES, type WorstCaseFile, type WorstCaseInput,
-  outputTokensPerGeneration, worstCaseUsage
+  featuresAtWorst, outputTokensPerGeneration, worstCaseUsage
 } from './worst-case.js'

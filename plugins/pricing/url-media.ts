@@ -12,7 +12,11 @@
 //               `file_data.file_uri`
 // A chat, responses or messages URL counts when it is http(s): a `data:` URL is bytes of the body,
 // already bounded by its size. A genai file URI counts whatever its scheme (Files API, gs://,
-// YouTube). Media referenced by an uploaded file id is not counted (see README).
+// YouTube). Media referenced by an uploaded file id (chat `file.file_id`, responses
+// `input_file`/`input_image` `file_id`, messages `source: { type: 'file' }`) is counted apart by
+// countFileReferences: like URL media, the provider reads it and the body does not bound it, so
+// either makes the hold count the model's context window as input (plugins/wallet/hold.ts); only
+// URL items also carry the `url_media_item` price.
 //
 // The walk reads fixed paths only, at most two levels under a message, never recursing on what
 // the client sent: its cost is linear in the body's size however deep the client nests it.
@@ -48,29 +52,64 @@ function isUrlMedia (part: unknown): boolean {
   return typeof uri === 'string' && uri !== ''
 }
 
+/** Whether one content part or block references an uploaded file by its id. */
+function isFileReference (part: unknown): boolean {
+  if (!isRecord(part)) return false
+  const id = (v: unknown): boolean => typeof v === 'string' && v !== ''
+  switch (part.type) {
+    case 'file': return id(fieldOf(part.file, 'file_id'))
+    case 'input_file':
+    case 'input_image': return id(part.file_id)
+  }
+  const source = part.source
+  return isRecord(source) && source.type === 'file' && id(source.file_id)
+}
+
 /** Items in a list of parts, and in the content of the tool results among them (one level). */
-function countParts (parts: unknown): number {
+function countParts (parts: unknown, counts: (part: unknown) => boolean): number {
   let n = 0
   for (const part of listAt(parts)) {
-    if (isUrlMedia(part)) n++
+    if (counts(part)) n++
     else if (fieldOf(part, 'type') === 'tool_result') {
-      for (const inner of listAt(fieldOf(part, 'content'))) if (isUrlMedia(inner)) n++
+      for (const inner of listAt(fieldOf(part, 'content'))) if (counts(inner)) n++
     }
   }
   return n
 }
 
+/** Parts `counts` accepts, over every family's shape (an unknown shape counts 0). */
+function countAll (body: Json, counts: (part: unknown) => boolean): number {
+  let n = 0
+  for (const message of listAt(body.messages)) n += countParts(fieldOf(message, 'content'), counts)
+  for (const item of listAt(body.input)) {
+    if (counts(item)) n++
+    n += countParts(fieldOf(item, 'content'), counts) + countParts(fieldOf(item, 'output'), counts)
+  }
+  for (const content of listAt(body.contents)) n += countParts(fieldOf(content, 'parts'), counts)
+  n += countParts(fieldOf(body.systemInstruction ?? body.system_instruction, 'parts'), counts)
+  return n
+}
+
 /** Media items the body sends by URL, over every family's shape (an unknown shape counts 0). */
 export function countUrlMedia (body: Json): number {
-  let n = 0
-  for (const message of listAt(body.messages)) n += countParts(fieldOf(message, 'content'))
-  for (const item of listAt(body.input)) {
-    if (isUrlMedia(item)) n++
-    n += countParts(fieldOf(item, 'content')) + countParts(fieldOf(item, 'output'))
-  }
-  for (const content of listAt(body.contents)) n += countParts(fieldOf(content, 'parts'))
-  n += countParts(fieldOf(body.systemInstruction ?? body.system_instruction, 'parts'))
-  return n
+  return countAll(body, isUrlMedia)
+}
+
+/** Parts that reference an uploaded file by its id, over every family's shape. */
+export function countFileReferences (body: Json): number {
+  return countAll(body, isFileReference)
+}
+
+/** Both counts in one walk (the hold's: a request of plain text parts pays one pass over its parts). */
+export function countReferencedMedia (body: Json): { urls: number, files: number } {
+  let urls = 0
+  let files = 0
+  countAll(body, (part) => {
+    if (isUrlMedia(part)) urls++
+    else if (isFileReference(part)) files++
+    return false
+  })
+  return { urls, files }
 }
 
 /** What the hold adds for `items` media items sent by URL: 0 when the model declares no price. */

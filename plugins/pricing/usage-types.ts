@@ -17,4 +17,19 @@ export interface Usage {
   jobs: number
   /** True when the upstream reported the usage, false when the gateway estimated it. */
   reported: boolean
+  /**
+   * The operation features the request used (operations.<name>.features), by name: absent
+   * when it used none (the common case costs nothing more).
+   */
+  features?: Readonly<Record<string, FeatureUsage>>
+}
+
+/** How much one feature was used. */
+export interface FeatureUsage {
+  /** How the provider charges it (operations.<name>.features.<feature>.charge). */
+  charge: 'per_call' | 'per_use' | 'multiplier' | 'tokens'
+  /** Uses (per_use), 0 or 1 (per_call, multiplier: applied or not), 1 (tokens: used). */
+  uses: number
+  /** True when the provider's answer said it; false when the declared worst case is charged. */
+  reported: boolean
 }

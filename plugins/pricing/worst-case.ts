@@ -8,26 +8,36 @@
 //               model declares none either. Multiplied by the number of generations asked for (the
 //               largest of `bounds.count`: chat `n`, genai candidateCount, or the images).
 // inputTokens   bodyBytes (one token per byte), at least 1, capped by the model's contextTokens.
-//               Every text token is at least one byte of the body, so text can never exceed it;
-//               media given by URL (image_url, file_data) can: worstCaseUrlMedia counts those
-//               items, held at the model's `url_media_item` price, and a charge that still
-//               exceeds the hold is posted as an overage down to the account's bound, the
-//               rest recorded as unrecovered (plugins/wallet/settle.ts).
+//               Every text token is at least one byte of the body, so text can never exceed it.
+//               Input the provider reads that the body does not hold (media by URL or file id,
+//               URL-fetching and search tools, previous_response_id, cached content) makes the
+//               caller set `inputPasses`: the bound is then contextTokens × inputPasses (the
+//               provider refuses a longer input; a tool it runs several times reads the context
+//               again each time, one pass per use). URL items also add the model's
+//               `url_media_item` price (worstCaseUrlMedia) on top. A charge that still exceeds
+//               the hold (a provider fault) is posted down to the account's bound, the rest
+//               recorded as unrecovered (plugins/wallet/settle.ts).
+// features      the features the request uses, each at the uses the hold counts (its cap):
+//               costOf adds their per-call and per-use prices and applies a tier multiplier
+//               (featuresAtWorst: only one that raises the price; a cheaper tier may be refused).
 // images        the largest of `bounds.count` (`n`, `parameters.sampleCount`, candidateCount;
 //               default 1), capped at the model's maxImages (default MAX_IMAGES, 10); for an
 //               operation whose count is images, checkBillableParameters refuses a larger one first.
 // characters    Unicode code points of a string `input` (speech); otherwise the body size, since a
 //               code point is at least one byte.
-// audioSeconds  per uploaded file, its duration read from the WAV/MP3/FLAC header, else
-//               size / 1000 s (8 kbit/s, the lowest plausible bitrate; Opus or AMR below it would
-//               be under-held); the body size bound when there is no file.
+// audioSeconds  per uploaded file, the larger of what its header claims and what its bytes allow
+//               (audio-bound.ts: the WAV decoder's arithmetic, every FLAC or MP3 frame in the
+//               file, else size / 1000 s at 8 kbit/s); the body size bound when there is no file.
 // calls, jobs   1.
 // Integer fields are clamped to Number.MAX_SAFE_INTEGER.
 import type { PriceConfig } from '../config/types.js'
+import type { CompiledPrice } from './compile.js'
+import { NANOS_PER_UNIT } from './money.js'
 import type { OperationBounds, ParamPath } from '../operations/compile.js'
-import { readAudioDuration, sizeBoundMillis } from './audio-duration.js'
+import { audioDurationBound } from './audio-bound.js'
+import { sizeBoundMillis } from './audio-duration.js'
 import { countUrlMedia } from './url-media.js'
-import type { Usage } from './usage-types.js'
+import type { FeatureUsage, Usage } from './usage-types.js'
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
 export const MAX_IMAGES = 10
@@ -39,6 +49,8 @@ export interface WorstCaseFile {
   size: number
   /** First bytes of the file (the multipart summary keeps 64 KiB). */
   head: Buffer
+  /** All of its bytes (views of the body), when known. */
+  data?: readonly Buffer[]
   mimeType: string
 }
 
@@ -50,6 +62,14 @@ export interface WorstCaseInput {
   multipart?: { fields: Record<string, string>; files: WorstCaseFile[] }
   /** Size of the whole request body in bytes. */
   bodyBytes: number
+  /**
+   * The request makes the provider read input the body does not hold: input is bounded by
+   * `model.contextTokens` times this many passes instead of by the body (a RangeError without
+   * a context window: the caller refuses such a request first).
+   */
+  inputPasses?: number
+  /** The features the request uses, at the uses the hold counts. */
+  features?: Readonly<Record<string, FeatureUsage>>
 }
 
 /** A positive safe integer, from a JSON number or a multipart field of digits; else undefined. */
@@ -100,14 +120,18 @@ export function worstCaseUsage (input: WorstCaseInput): Usage {
 
   const context = positiveInt(input.model.contextTokens)
   const byBytes = Math.max(1, Math.ceil(bodyBytes / BYTES_PER_TOKEN))
-  const inputTokens = context === undefined ? byBytes : Math.min(byBytes, context)
+  let inputTokens = context === undefined ? byBytes : Math.min(byBytes, context)
+  if (input.inputPasses !== undefined) {
+    if (context === undefined) throw new RangeError('input the body does not bound needs the model\'s context window')
+    inputTokens = clamp(context * Math.max(1, input.inputPasses))
+  }
 
   const text = input.json?.input
   const characters = typeof text === 'string' ? countCodePoints(text) : bodyBytes
 
   const files = input.multipart?.files ?? []
   const millis = files.length > 0
-    ? files.reduce((sum, f) => sum + readAudioDuration(f.head, f.size).millis, 0)
+    ? files.reduce((sum, f) => sum + audioDurationBound(f).millis, 0)
     : sizeBoundMillis(bodyBytes)
 
   return {
@@ -119,8 +143,23 @@ export function worstCaseUsage (input: WorstCaseInput): Usage {
     characters,
     calls: 1,
     jobs: 1,
-    reported: false
+    reported: false,
+    ...(input.features === undefined ? {} : { features: input.features })
   }
+}
+
+/**
+ * The features as the hold counts them, given the price list: per-use and per-call ones at the
+ * uses given (their caps), and a multiplier applied only where it raises the price — a cheaper
+ * tier (flex) the provider may not grant is held at the full price.
+ */
+export function featuresAtWorst (price: CompiledPrice, features: Readonly<Record<string, FeatureUsage>>): Record<string, FeatureUsage> {
+  const out: Record<string, FeatureUsage> = {}
+  for (const [name, f] of Object.entries(features)) {
+    const p = price.features?.get(name)
+    out[name] = p?.charge === 'multiplier' && p.factor < NANOS_PER_UNIT ? { ...f, uses: 0 } : f
+  }
+  return out
 }
 
 /** Code points, the way a string iterates: a surrogate pair counts once, a lone surrogate once. */

@@ -1,11 +1,28 @@
 import { answersAsStream, type RequestContext, type Outcome } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { Clock } from '../store/clock.js'
-import type { RequestLogRow } from '../store/request-log/types.js'
+import type { CompiledModel } from '../models/catalogue.js'
+import type { Usage } from '../pricing/usage-types.js'
+import type { FeatureReceipt, RequestLogRow } from '../store/request-log/types.js'
 import type { RequestLogWriter } from '../store/request-log/writer.js'
 import type { Settled } from '../wallet/index.js'
 
 const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, overage: null, unrecovered: null }
+
+/**
+ * The features of the usage as the receipt shows them: with the price the charge used, read from
+ * the answering model's price list as gateway.yaml wrote it.
+ */
+function featureReceipts (usage: Usage, model: CompiledModel | null): Record<string, FeatureReceipt> | undefined {
+  if (usage.features === undefined) return undefined
+  const out: Record<string, FeatureReceipt> = {}
+  for (const [name, f] of Object.entries(usage.features)) {
+    const entry = model?.pricing.features?.[name]
+    const price = typeof entry === 'object' ? entry.per_call ?? entry.per_use ?? entry.multiplier ?? null : null
+    out[name] = { uses: f.uses, reported: f.reported, charge: f.charge, price: f.charge === 'tokens' ? null : price }
+  }
+  return out
+}
 
 /** The request log row of a finished request; never holds the key, only its id. */
 export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): RequestLogRow {
@@ -35,7 +52,8 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
           audioSeconds: usage.audioSeconds,
           characters: usage.characters,
           calls: usage.calls,
-          jobs: usage.jobs
+          jobs: usage.jobs,
+          ...(usage.features === undefined ? {} : { features: featureReceipts(usage, outcome.answeredModel) })
         },
     usageReported: usage?.reported ?? null,
     cost: settled.cost,

@@ -7,6 +7,11 @@ export interface MultipartFile {
   size: number
   /** First bytes of the file, enough to read an audio header. */
   head: Buffer
+  /**
+   * All of the file's bytes, as the pieces the parser gave: views of the buffered request body,
+   * not copies (what an audio bound reads to check a header against the stream).
+   */
+  data?: Buffer[]
 }
 
 export interface MultipartSummary {
@@ -49,11 +54,13 @@ export function summariseMultipart (raw: Buffer, contentType: string, limits?: M
     }
     bb.on('field', (name: string, value: string) => { fields[name] = value })
     bb.on('file', (field: string, stream: NodeJS.ReadableStream, filename: string, _enc: string, mimeType: string) => {
-      const file: MultipartFile = { field, filename, mimeType, size: 0, head: Buffer.alloc(0) }
+      const data: Buffer[] = []
+      const file: MultipartFile = { field, filename, mimeType, size: 0, head: Buffer.alloc(0), data }
       const head: Buffer[] = []
       let headLen = 0
       stream.on('data', (chunk: Buffer) => {
         file.size += chunk.length
+        data.push(chunk)
         if (headLen < HEAD_BYTES) { head.push(chunk); headLen += chunk.length }
       })
       stream.on('end', () => { file.head = Buffer.concat(head).subarray(0, HEAD_BYTES) })

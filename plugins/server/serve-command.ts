@@ -103,6 +103,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       })
       : null
     for (const line of offAtBoot(loaded.config, adminToken)) app.log.warn(line)
+    for (const w of loaded.warnings ?? []) app.log.warn(formatProblem(w))
     const { port, host: address } = loaded.config.server
     try {
       await gateway.listen(port, address)

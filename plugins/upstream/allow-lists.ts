@@ -104,18 +104,20 @@ export function clientResponseHeaders (
 
 /**
  * The query string sent upstream: only parameters whose name, percent-decoded and lower-cased,
- * the provider allows, so `?KEY=`, `?k%65y=` or `?%6Bey=` cannot smuggle a key (or anything
- * else) past a name check. A kept parameter goes out under its canonical name, value as sent.
+ * the provider allows and the operation declares, when given (operations.<name>.query: it names the values
+ * that keep the answer meterable, and the features plugin refused any other value), so `?KEY=`,
+ * `?k%65y=` or `?%6Bey=` cannot smuggle a key (or anything else) past a name check. A kept
+ * parameter goes out under its canonical name, value as sent.
  */
-export function forwardedQuery (query: string, allowed: ReadonlySet<string>): string {
-  if (query.length <= 1 || allowed.size === 0) return ''
+export function forwardedQuery (query: string, allowed: ReadonlySet<string>, declared?: ReadonlyMap<string, unknown>): string {
+  if (query.length <= 1 || allowed.size === 0 || declared?.size === 0) return ''
   let out = ''
   for (const pair of query.slice(1).split('&')) {
     if (pair === '') continue
     const eq = pair.indexOf('=')
     const rawName = eq === -1 ? pair : pair.slice(0, eq)
     const name = decodeName(rawName)
-    if (name === null || !allowed.has(name)) continue
+    if (name === null || !allowed.has(name) || (declared !== undefined && !declared.has(name))) continue
     // An allowed name is unreserved characters only (schema), so it needs no encoding.
     out += (out === '' ? '?' : '&') + (eq === -1 ? name : name + pair.slice(eq))
   }

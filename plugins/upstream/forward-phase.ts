@@ -4,7 +4,7 @@ import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, typ
 import { createMeter, createUsageEventFilter, injectIncludeUsage, type Meter } from '../metering/index.js'
 import type { Jobs } from '../jobs/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
-import { readAudioDuration } from '../pricing/audio-duration.js'
+import { audioDurationBound } from '../pricing/audio-bound.js'
 import type { Usage } from '../pricing/usage-types.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
@@ -72,16 +72,21 @@ function withUsageRequested (ctx: RequestContext, body: Buffer | undefined): { b
 function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolean, status: number, dropUsageEvents: boolean): Meter {
   const body = ctx.body
   const audio = body?.kind === 'multipart' ? body.summary.files.find((f) => f.field === 'file') : undefined
+  const features = ctx.state.features
   return createMeter({
     meter: ctx.plan.op.meter,
     sse,
     status,
     dropUsageEvents,
+    ...(features !== undefined && features.length > 0
+      ? { features: features.map((u) => ({ name: u.feature.name, charge: u.feature.charge, report: u.feature.report, worstUses: u.uses })) }
+      : {}),
     ...(model ? { unit: model.pricing.unit, estimate: estimateFacts(ctx, model) } : {}),
     request: {
       ...(body?.kind === 'json' ? { json: body.json } : {}),
       ...(body?.kind === 'multipart' ? { multipartFields: body.summary.fields } : {}),
-      ...(audio ? { audioSeconds: Number(readAudioDuration(audio.head, audio.size).millis) / 1000 } : {})
+      // What is estimated when the provider reports nothing: the bound the hold counted, never a header alone.
+      ...(audio ? { audioSeconds: audioDurationBound(audio).millis / 1000 } : {})
     }
   })
 }
@@ -90,7 +95,7 @@ function upstreamPath (ctx: RequestContext, provider: CompiledProvider, template
   let path = template
   if (model) path = path.replace('{model}', encodeURIComponent(model.upstreamModel))
   if (ctx.params.id !== undefined) path = path.replace('{id}', encodeURIComponent(ctx.params.id))
-  return provider.basePath + path + forwardedQuery(ctx.query, provider.allow.queryParams)
+  return provider.basePath + path + forwardedQuery(ctx.query, provider.allow.queryParams, ctx.plan.op.features.query)
 }
 
 interface Target { model: CompiledModel | null, poolName: string, template: string }

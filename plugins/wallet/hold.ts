@@ -3,9 +3,10 @@ import { gatewayError } from '../errors/index.js'
 import { authOf } from '../auth/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
+import { inputPasses, referencedMedia, worstFeatures } from '../operations/index.js'
 import { costOf } from '../pricing/cost.js'
 import { urlMediaHold } from '../pricing/url-media.js'
-import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
+import { featuresAtWorst, worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 import type { CapRefusal, HoldCaps } from '../store/ledger/caps.js'
 import type { ApiKeyRecord } from '../store/types.js'
@@ -35,23 +36,42 @@ export interface WalletDeps {
   keeper?: HoldKeeper
 }
 
-/** Worst-case cost of the request at this model's price, media sent by URL included. */
+/** Worst-case cost of the request at this model's price, features and media by reference included. */
 export function worstCaseCost (ctx: RequestContext, model: CompiledModel): bigint {
   return worstCase(ctx, model).cost
 }
 
-/** The worst case of a request: its cost, and the images it may produce when its operation is metered in images. */
+/**
+ * The worst case of a request: its cost, and the images it may produce when its operation is
+ * metered in images. Input the body does not bound (media by URL or file id, features that fetch
+ * or search) is held at the model's context window, once per pass the provider may make over it;
+ * the features the request uses at their caps (features plugin: every one is priced, and there is
+ * a context window, or the request was refused in resolve).
+ */
 function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, images: number } {
   const body = ctx.body
+  const uses = ctx.state.features ?? []
+  const passes = inputPasses(uses, referencedMedia(ctx, model))
+  // The features plugin refuses this in resolve; a pipeline built without it must not hold less.
+  if (passes !== undefined && model.contextWindow === undefined) throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { detail: 'The request makes the provider read input the gateway cannot count, and this model declares no context window to bound it.' })
+  const declared = worstFeatures(uses)
+  const features = declared === undefined ? undefined : featuresAtWorst(model.price, declared)
   const input: WorstCaseInput = {
     bounds: ctx.plan.op.bounds,
-    model: { pricing: model.pricing, maxImages: model.maxImages, ...(model.maxOutputTokens === undefined ? {} : { maxOutputTokens: model.maxOutputTokens }) },
+    model: {
+      pricing: model.pricing,
+      maxImages: model.maxImages,
+      ...(model.maxOutputTokens === undefined ? {} : { maxOutputTokens: model.maxOutputTokens }),
+      ...(model.contextWindow === undefined ? {} : { contextTokens: model.contextWindow })
+    },
     ...(body?.kind === 'json' ? { json: body.json } : {}),
     ...(body?.kind === 'multipart' ? { multipart: { fields: body.summary.fields, files: body.summary.files } } : {}),
-    bodyBytes: body?.raw.length ?? 0
+    bodyBytes: body?.raw.length ?? 0,
+    ...(passes === undefined ? {} : { inputPasses: passes }),
+    ...(features === undefined ? {} : { features })
   }
-  // The walk for URL media runs only for models that price it: the common path stays flat.
-  const media = model.price.urlMediaItem === undefined ? 0n : urlMediaHold(model.price, worstCaseUrlMedia(input))
+  // The URL items' own price (url_media_item) only for models that declare one.
+  const media = model.price.urlMediaItem === undefined ? 0n : urlMediaHold(model.price, ctx.state.referencedMedia?.urls ?? worstCaseUrlMedia(input))
   const usage = worstCaseUsage(input)
   return { cost: costOf(model.price, usage) + media, images: ctx.plan.op.meter.kind === 'images' ? usage.images : 0 }
 }

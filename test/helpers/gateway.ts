@@ -86,7 +86,8 @@ export function withUnreachedLimits (limits: LimitsConfig): LimitsConfig {
 /** The request headers the mock upstream reads its behaviour from (fixtures/mock-upstream/behaviour.ts). */
 export const MOCK_CONTROL_HEADERS = [
   'x-mock-status', 'x-mock-delay-ms', 'x-mock-hang', 'x-mock-chunks', 'x-mock-chunk-delay-ms',
-  'x-mock-cut-after', 'x-mock-usage', 'x-mock-input-tokens', 'x-mock-job', 'x-mock-job-polls', 'x-mock-retry-after'
+  'x-mock-cut-after', 'x-mock-usage', 'x-mock-input-tokens', 'x-mock-job', 'x-mock-job-polls', 'x-mock-retry-after',
+  'x-mock-tool-uses', 'x-mock-audio-seconds'
 ]
 
 /** The config with the mock's control headers allowed upstream (a copy; the loaded one is frozen). */

@@ -1,6 +1,6 @@
 // Encoding shared by both backends: usage as JSON, text clean-up, the page cursor.
 import { InvalidCursorError } from './errors.js'
-import type { RequestLogRow, RequestUsage } from './types.js'
+import type { FeatureReceipt, RequestLogRow, RequestUsage, UsageUnit } from './types.js'
 
 /** Usage units and their snake_case names inside the stored JSON object. */
 const USAGE_COLUMNS = {
@@ -12,15 +12,36 @@ const USAGE_COLUMNS = {
   characters: 'characters',
   calls: 'calls',
   jobs: 'jobs',
-} as const satisfies { readonly [U in keyof RequestUsage]-?: string }
+} as const satisfies { readonly [U in UsageUnit]-?: string }
 
-const USAGE_UNITS = Object.keys(USAGE_COLUMNS) as Array<keyof RequestUsage>
+const USAGE_UNITS = Object.keys(USAGE_COLUMNS) as UsageUnit[]
 
 export function usageToJson (usage: RequestUsage | null): string | null {
   if (usage === null) return null
-  const out: Record<string, number> = {}
+  const out: Record<string, number | Record<string, FeatureReceipt>> = {}
   for (const unit of USAGE_UNITS) out[USAGE_COLUMNS[unit]] = usage[unit]
+  if (usage.features !== undefined) {
+    // Field by field: whatever else the caller's objects carry is never stored.
+    const features: Record<string, FeatureReceipt> = {}
+    for (const [name, f] of Object.entries(usage.features)) features[name] = { uses: f.uses, reported: f.reported, charge: f.charge, price: f.price }
+    out.features = features
+  }
   return JSON.stringify(out)
+}
+
+const CHARGES: ReadonlySet<unknown> = new Set(['per_call', 'per_use', 'multiplier', 'tokens'])
+
+function featuresFromJson (stored: unknown): Record<string, FeatureReceipt> {
+  if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) throw new Error('request_log.usage.features is not a JSON object')
+  const out: Record<string, FeatureReceipt> = {}
+  for (const [name, f] of Object.entries(stored as Record<string, unknown>)) {
+    const r = f as Partial<Record<keyof FeatureReceipt, unknown>> | null
+    if (r === null || typeof r.uses !== 'number' || typeof r.reported !== 'boolean' || !CHARGES.has(r.charge) || !(r.price === null || typeof r.price === 'string')) {
+      throw new Error(`request_log.usage.features.${name} is malformed`)
+    }
+    out[name] = { uses: r.uses, reported: r.reported, charge: r.charge as FeatureReceipt['charge'], price: r.price }
+  }
+  return out
 }
 
 /** From the stored JSON (SQLite text or parsed PostgreSQL jsonb). */
@@ -28,13 +49,16 @@ export function usageFromJson (stored: unknown): RequestUsage | null {
   if (stored === null) return null
   const parsed: unknown = typeof stored === 'string' ? JSON.parse(stored) : stored
   if (typeof parsed !== 'object' || parsed === null) throw new Error('request_log.usage is not a JSON object')
-  const usage: Partial<Record<keyof RequestUsage, number>> = {}
+  const usage: Partial<Record<UsageUnit, number>> = {}
   for (const unit of USAGE_UNITS) {
     const value: unknown = Reflect.get(parsed, USAGE_COLUMNS[unit])
     if (typeof value !== 'number') throw new Error(`request_log.usage.${USAGE_COLUMNS[unit]} is not a number`)
     usage[unit] = value
   }
-  return usage as RequestUsage
+  const features: unknown = Reflect.get(parsed, 'features')
+  const out = usage as RequestUsage
+  if (features !== undefined) out.features = featuresFromJson(features)
+  return out
 }
 
 /**

@@ -6,8 +6,27 @@ import type { Usage } from '../../pricing/usage-types.js'
 
 export type BillingStatus = 'BILLED' | 'NOT_BILLED' | 'PENDING' | 'UNKNOWN'
 
-/** What the request consumed, in every billing unit the catalogue knows. */
-export type RequestUsage = Omit<Usage, 'reported'>
+/** The usage units stored as numbers (every unit but the features). */
+export type UsageUnit = Exclude<keyof Usage, 'reported' | 'features'>
+
+/**
+ * One feature on the receipt: how much it was used, whether the provider said so, and the price
+ * the charge used (charge kind and decimal string as gateway.yaml gave it: per_call or per_use
+ * price, multiplier factor; none for a feature billed as tokens), so the charge is reproducible
+ * from the row alone.
+ */
+export interface FeatureReceipt {
+  uses: number
+  reported: boolean
+  charge: 'per_call' | 'per_use' | 'multiplier' | 'tokens'
+  price: string | null
+}
+
+/** What the request consumed, in every billing unit the catalogue knows, and the features it used. */
+export type RequestUsage = Pick<Usage, UsageUnit> & {
+  /** Absent when the request used no feature. */
+  features?: Record<string, FeatureReceipt>
+}
 
 /**
  * One request as the gateway answered it. There is deliberately no field that could hold

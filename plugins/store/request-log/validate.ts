@@ -38,6 +38,14 @@ function usageProblem (usage: RequestUsage): string | null {
     if (!Number.isSafeInteger(v) || v < 0) return `usage.${unit} must be a non-negative integer`
   }
   if (!isMs(usage.audioSeconds)) return 'usage.audioSeconds must be a finite number >= 0'
+  if (usage.features !== undefined) {
+    if (typeof usage.features !== 'object' || usage.features === null) return 'usage.features must be an object'
+    for (const [name, f] of Object.entries(usage.features)) {
+      if (name === '' || name.includes('\u0000')) return 'usage.features names must be non-empty strings without NUL'
+      if (!Number.isSafeInteger(f.uses) || f.uses < 0 || typeof f.reported !== 'boolean') return `usage.features.${name} must have non-negative integer uses and a boolean reported`
+      if (!(f.price === null || (typeof f.price === 'string' && !f.price.includes('\u0000')))) return `usage.features.${name}.price must be a string or null`
+    }
+  }
   return null
 }
 
