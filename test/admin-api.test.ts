@@ -378,7 +378,9 @@ for (const backend of testBackends()) {
       const res = await call('GET', '/models')
       isOk(t, res)
       t.same(res.json.data.map((m: { id: string }) => m.id), config.models.map((m) => m.id))
-      t.same(res.json.data.find((m: { id: string }) => m.id === 'openai/gpt-4o'), {
+      const gpt4o = res.json.data.find((m: { id: string }) => m.id === 'openai/gpt-4o')
+      t.match(gpt4o.pricing, { unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000, url_media_item: '0.0037', features: { web_search: { per_use: '0.01' } } }, 'decimal prices, features included')
+      t.same(gpt4o, {
         id: 'openai/gpt-4o',
         status: 'active',
         configured_status: 'active',
@@ -388,7 +390,7 @@ for (const backend of testBackends()) {
         pricing_problems: [],
         operations: ['chat.completions', 'responses'],
         capabilities: ['vision'],
-        pricing: { unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000, url_media_item: '0.0037' },
+        pricing: config.models.find((m) => m.id === 'openai/gpt-4o')?.pricing,
         fallbacks: ['openai/gpt-4o-mini'],
         max_output_tokens: 16384,
         requires_topup: false,

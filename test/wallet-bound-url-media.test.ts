@@ -25,9 +25,10 @@ function figures (model: string): { hold: bigint, charge: bigint } {
   }
 }
 
-async function burst (gw: TestGateway, model: string): Promise<Array<PromiseSettledResult<unknown>>> {
-  const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key, maxRetries: 0 })
-  return await Promise.allSettled(Array.from({ length: CALLS }, async (_, i) => await openai.chat.completions.create({
+/** The burst: `CALLS` calls at once, alternating over the instances `gws` (one store, one account). */
+async function burst (gws: readonly TestGateway[], model: string): Promise<Array<PromiseSettledResult<unknown>>> {
+  const clients = gws.map((gw) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: (gws[0] as TestGateway).key, maxRetries: 0 }))
+  return await Promise.allSettled(Array.from({ length: CALLS }, async (_, i) => await (clients[i % clients.length] as OpenAI).chat.completions.create({
     model,
     max_tokens: 1,
     messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe' }, { type: 'image_url', image_url: { url: `https://example.test/${i}.jpg` } }] }]
@@ -37,14 +38,20 @@ async function burst (gw: TestGateway, model: string): Promise<Array<PromiseSett
 async function run (t: Test, backend: Backend, model: string): Promise<{ served: number, gw: TestGateway }> {
   const gw = await startTestGateway({ backend, credit: '0.10' })
   t.teardown(() => gw.close())
+  return await check(t, [gw], model)
+}
+
+/** The burst over `gws` and what it must leave: every call served or refused for credit, each charge within its hold. */
+async function check (t: Test, gws: readonly TestGateway[], model: string): Promise<{ served: number, gw: TestGateway }> {
+  const gw = gws[0] as TestGateway
   const { hold, charge } = figures(model)
   t.ok(hold >= charge, `the hold (${hold}) bounds what the provider can report (${charge})`)
-  const results = await burst(gw, model)
+  const results = await burst(gws, model)
   const served = results.filter((r) => r.status === 'fulfilled').length
   const refused = results.filter((r) => r.status === 'rejected' && refusalCode(r.reason) === 'BILLING_INSUFFICIENT_CREDITS').length
   t.equal(served + refused, CALLS, 'every call is served or refused for credit, nothing else')
   t.equal(gw.mock.calls.length, served, 'only served calls reached the provider')
-  const rows = await checkBounded(t, [gw], CALLS)
+  const rows = await checkBounded(t, gws, CALLS)
   for (const row of rows.filter((r) => r.billingStatus === 'BILLED')) {
     t.equal(row.held, hold, 'held the context window and the item price')
     t.equal(row.cost, charge, 'charged what the provider reported')
@@ -66,3 +73,15 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     t.ok(BigInt(served) * charge <= nanos('0.10'), 'never more than the wallet pays for')
   })
 }
+
+t.test('two instances on one PostgreSQL and one Redis: 30 gpt-4o-mini calls on a 0.10 wallet, never below the floor', async (t) => {
+  const channel = `wallet-bound-media-${process.pid}-${Date.now()}`
+  const a = await startTestGateway({ backend: 'pg', redisChannel: channel, credit: '0.10' })
+  t.teardown(() => a.close())
+  const b = await startTestGateway({ backend: 'pg', redisChannel: channel, location: a.location, mock: a.mock, seed: false, shareStoreWith: a })
+  t.teardown(() => b.close())
+  const { served } = await check(t, [a, b], 'openai/gpt-4o-mini')
+  const { hold, charge } = figures('openai/gpt-4o-mini')
+  t.ok(served >= Number(nanos('0.10') / hold), `at least as many as fit at once (${served})`)
+  t.ok(BigInt(served) * charge <= nanos('0.10'), 'never more than the wallet pays for')
+})

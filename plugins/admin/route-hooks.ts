@@ -2,7 +2,7 @@
 // routes, the console's outbox): a schema for its query string and path parameters, an
 // access-log line, and the connection closed when a refusal leaves a body unread.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import { bodyUnread } from '../request/read-body.js'
+import { bodyUnread } from '../pipeline/body-unread.js'
 import { NO_QUERY, paramsOf } from './schemas.js'
 
 /** The message of every admin access-log line (`msg`), to filter on. */

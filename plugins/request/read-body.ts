@@ -1,20 +1,8 @@
 // Reads a request body under the gateway's bounds: a byte cap (Content-Length checked first,
 // then the bytes as they come), a deadline for the whole body, and the guards of body-guards.ts
 // fed chunk by chunk. A body that breaks a bound is refused at once, without reading the rest.
-import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import { gatewayError, type GatewayError } from '../errors/index.js'
-
-/**
- * Whether a request declared a body that has not been read to its end: an answer sent now must
- * close the connection (`Connection: close`), or Node would go on reading the rest to keep it
- * alive, as slowly as the client sends it. A request without a body keeps its connection.
- */
-export function bodyUnread (req: IncomingMessage): boolean {
-  if (req.complete) return false
-  const length = req.headers['content-length']
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
-}
 
 /** A check run on each chunk as it arrives; false refuses the body. */
 export interface ChunkGuard {
