@@ -141,8 +141,8 @@ t.test('two instances (PostgreSQL + Redis): streams of 5 keys bounded by the acc
 })
 
 const TIERS: LimitsConfig['tiers'] = {
-  low: { rank: 0, requests_per_minute: 2, concurrent_streams: 1 },
-  high: { rank: 1, requests_per_minute: 5, concurrent_streams: 3 }
+  low: { rank: 0, requests_per_minute: 2, concurrent_streams: 1, overdraft: '0' },
+  high: { rank: 1, requests_per_minute: 5, concurrent_streams: 3, overdraft: '0' }
 }
 const CONFIG: LimitsConfig = { default_tier: 'low', tiers: TIERS, enabled: true, stream_lease_ttl_ms: 30000, stream_lease_renew_ms: 10000, redis_timeout_ms: 10_000, local_max_entries: 1000, max_keys_per_account: 50 }
 

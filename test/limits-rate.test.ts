@@ -15,9 +15,9 @@ import { closedPort } from './helpers/wire.js'
 t.setTimeout(300_000)
 
 const TIERS: LimitsConfig['tiers'] = {
-  free: { rank: 0, requests_per_minute: 60, concurrent_streams: 4 },
-  standard: { rank: 1, requests_per_minute: 600, concurrent_streams: 32 },
-  enterprise: { rank: 2, requests_per_minute: 6000, concurrent_streams: 256 }
+  free: { rank: 0, requests_per_minute: 60, concurrent_streams: 4, overdraft: '0' },
+  standard: { rank: 1, requests_per_minute: 600, concurrent_streams: 32, overdraft: '0' },
+  enterprise: { rank: 2, requests_per_minute: 6000, concurrent_streams: 256, overdraft: '0' }
 }
 const BASE: LimitsConfig = { default_tier: 'free', tiers: TIERS, enabled: true, stream_lease_ttl_ms: 30000, stream_lease_renew_ms: 10000, redis_timeout_ms: 250, local_max_entries: 1000, max_keys_per_account: 50 }
 
@@ -125,7 +125,7 @@ t.test('60 rpm over two instances on one PostgreSQL schema and one Redis prefix:
 })
 
 t.test('a key policy and an account tier change the limit at request time; a policy above the tier is clamped', async (t) => {
-  const tiers = { tiny: { rank: 0, requests_per_minute: 2, concurrent_streams: 1 }, small: { rank: 1, requests_per_minute: 4, concurrent_streams: 1 } }
+  const tiers = { tiny: { rank: 0, requests_per_minute: 2, concurrent_streams: 1, overdraft: '0' }, small: { rank: 1, requests_per_minute: 4, concurrent_streams: 1, overdraft: '0' } }
   const gw = await startTestGateway({ limits: { default_tier: 'tiny', tiers } })
   t.teardown(() => gw.close())
   const statuses = async (n: number, key: string): Promise<number[]> => {
@@ -162,7 +162,7 @@ t.test('a key policy and an account tier change the limit at request time; a pol
 })
 
 t.test('LIMIT_RATE_EXCEEDED in every envelope, with its status and headers, before the body and not forwarded', async (t) => {
-  const gw = await startTestGateway({ limits: { default_tier: 'one', tiers: { one: { rank: 0, requests_per_minute: 1, concurrent_streams: 1 } } } })
+  const gw = await startTestGateway({ limits: { default_tier: 'one', tiers: { one: { rank: 0, requests_per_minute: 1, concurrent_streams: 1, overdraft: '0' } } } })
   t.teardown(() => gw.close())
   const cases: Array<{ family: string, path: string, body: string, headers: Record<string, string> }> = [
     { family: 'chat', path: '/v1/chat/completions', body: CHAT, headers: { authorization: `Bearer ${gw.key}` } },
@@ -221,7 +221,7 @@ t.test('the admissions of one event-loop turn reach Redis in one write (the limi
 t.test('Redis unreachable: each instance enforces the limits alone (fail-open to per-instance limits); money unaffected', async (t) => {
   const port = await closedPort()
   const gw = await startTestGateway({
-    limits: { default_tier: 'three', tiers: { three: { rank: 0, requests_per_minute: 3, concurrent_streams: 2 } }, redis_timeout_ms: 100 },
+    limits: { default_tier: 'three', tiers: { three: { rank: 0, requests_per_minute: 3, concurrent_streams: 2, overdraft: '0' } }, redis_timeout_ms: 100 },
     services: { limitsRedisUrl: `redis://127.0.0.1:${port}`, redisPrefix: `test-closed-${randomUUID()}:` }
   })
   t.teardown(() => gw.close())
@@ -243,7 +243,7 @@ t.test('Redis unreachable: each instance enforces the limits alone (fail-open to
 })
 
 t.test('limits.enabled false: nothing is counted', async (t) => {
-  const gw = await startTestGateway({ limits: { default_tier: 'one', tiers: { one: { rank: 0, requests_per_minute: 1, concurrent_streams: 1 } }, enabled: false } })
+  const gw = await startTestGateway({ limits: { default_tier: 'one', tiers: { one: { rank: 0, requests_per_minute: 1, concurrent_streams: 1, overdraft: '0' } }, enabled: false } })
   t.teardown(() => gw.close())
   const statuses: number[] = []
   for (let i = 0; i < 3; i++) {

@@ -20,7 +20,7 @@ const LONG = { 'x-mock-chunks': '2000', 'x-mock-chunk-delay-ms': '50' } // 100 s
 function limits (streams: number): Partial<LimitsConfig> {
   return {
     default_tier: 'streamy',
-    tiers: { streamy: { rank: 0, requests_per_minute: 100_000, concurrent_streams: streams } },
+    tiers: { streamy: { rank: 0, requests_per_minute: 100_000, concurrent_streams: streams, overdraft: '0' } },
     stream_lease_ttl_ms: LEASE_TTL_MS,
     stream_lease_renew_ms: RENEW_MS,
     // Exact counts across instances: a loaded machine must not push Redis past the timeout

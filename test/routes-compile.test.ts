@@ -2,7 +2,11 @@ import t from 'tap'
 import { compileRoutes } from '../plugins/routes/compile.js'
 import type { GatewayConfig } from '../plugins/config/types.js'
 
-function config (routes: GatewayConfig['routes']): GatewayConfig {
+type RouteInput = Omit<GatewayConfig['routes'][number], 'content_policy' | 'deferred_params'>
+
+/** A config of these routes, their `content_policy` and `deferred_params` at the schema's default as loadConfig fills them. */
+function config (input: RouteInput[]): GatewayConfig {
+  const routes = input.map((r) => ({ content_policy: [], deferred_params: [], ...r }))
   return {
     families: {
       chat: { envelope: 'chat', prefixes: ['/v1/', '/responses'] },

@@ -5,7 +5,7 @@ import { compileBounds, overdraftOf } from '../plugins/wallet/bound.js'
 const limits = {
   default_tier: 'free',
   tiers: {
-    free: { rank: 0, requests_per_minute: 1, concurrent_streams: 1 },
+    free: { rank: 0, requests_per_minute: 1, concurrent_streams: 1, overdraft: '0' },
     standard: { rank: 1, requests_per_minute: 1, concurrent_streams: 1, overdraft: '0.25' },
     enterprise: { rank: 2, requests_per_minute: 1, concurrent_streams: 1, overdraft: '50' }
   }
@@ -13,7 +13,7 @@ const limits = {
 
 t.test('floor − overdraft per tier, in nano-units', async (t) => {
   const boundOf = compileBounds({ floor: '1.00' }, limits)
-  t.equal(boundOf('free'), 1_000_000_000n, 'no overdraft: the floor')
+  t.equal(boundOf('free'), 1_000_000_000n, 'overdraft 0: the floor')
   t.equal(boundOf('standard'), 750_000_000n)
   t.equal(boundOf('enterprise'), -49_000_000_000n, 'an overdraft beyond the floor is a credit line')
   t.equal(overdraftOf(limits, 'standard'), 250_000_000n)

@@ -18,7 +18,7 @@ export const BENCH_TIER = 'bench'
  */
 export function withBenchTier (config: GatewayConfig): GatewayConfig {
   const top = Math.max(...Object.values(config.limits.tiers).map((t) => t.rank)) + 1
-  const tiers = { ...config.limits.tiers, [BENCH_TIER]: { rank: top, requests_per_minute: 100_000_000, concurrent_streams: 1_000_000 } }
+  const tiers = { ...config.limits.tiers, [BENCH_TIER]: { rank: top, requests_per_minute: 100_000_000, concurrent_streams: 1_000_000, overdraft: '0' } }
   return { ...config, limits: { ...config.limits, tiers } }
 }
 

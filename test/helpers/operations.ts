@@ -2,7 +2,7 @@
 // up by name, for unit tests that feed one operation's meter or bounds to the code under test.
 import { compileOperations, type CompiledOperation, type MeterSpec, type OperationBounds } from '../../plugins/operations/index.js'
 
-export const BUILTIN_OPERATIONS = compileOperations({})
+export const BUILTIN_OPERATIONS = compileOperations({ operations: {} })
 
 export function opOf (name: string): CompiledOperation {
   const op = BUILTIN_OPERATIONS.get(name)

@@ -4,7 +4,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse, stringify } from 'yaml'
-import type { ModelConfig, ProviderConfig, RouteConfig, ServerConfig } from '../../plugins/config/types.js'
+import type { ModelConfig, ModelOperationConfig, ProviderConfig, RouteConfig, ServerConfig } from '../../plugins/config/types.js'
 import { REPO_CONFIG } from './gateway.js'
 
 const REPO_ERRORS = new URL('../../config/errors.yaml', import.meta.url).pathname
@@ -19,7 +19,9 @@ export interface RawConfig {
   routes: Array<Partial<RouteConfig> & Pick<RouteConfig, 'path' | 'method' | 'family' | 'operation'>>
   providers: Record<string, Partial<Omit<ProviderConfig, 'base_url'>> & { base_url: string }>
   pools: Record<string, Array<{ provider: string, weight?: number }>>
-  models: Array<Partial<ModelConfig> & Pick<ModelConfig, 'id' | 'status' | 'pool' | 'upstream_model' | 'operations'>>
+  models: Array<Partial<Omit<ModelConfig, 'operations'>> & Pick<ModelConfig, 'id' | 'status' | 'pool' | 'upstream_model'> & {
+    operations: Record<string, Partial<ModelOperationConfig> & Pick<ModelOperationConfig, 'path'>>
+  }>
   [section: string]: unknown
 }
 

@@ -36,7 +36,7 @@ async function slowBody (gw: TestGateway, path: string, headers: Record<string, 
 
 for (const backend of ['sqlite', 'pg'] satisfies Backend[]) {
   t.test(`refusals before the body close the connection (${backend})`, async (t) => {
-    const gw = await startTestGateway({ backend, server: { adminToken: ADMIN_TOKEN }, limits: { default_tier: 'one', tiers: { one: { rank: 0, requests_per_minute: 1, concurrent_streams: 1 } } } })
+    const gw = await startTestGateway({ backend, server: { adminToken: ADMIN_TOKEN }, limits: { default_tier: 'one', tiers: { one: { rank: 0, requests_per_minute: 1, concurrent_streams: 1, overdraft: '0' } } } })
     t.teardown(() => gw.close())
 
     const cases: Array<{ what: string, path: string, headers: Record<string, string>, status: number, code: string }> = [
