@@ -152,6 +152,14 @@ export interface OperationBoundsConfig {
   count: string[]
   /** The count is a number of images (billed per image, capped by the model's max_images). */
   count_is_images: boolean
+  /** A job's billed units: the product of these parameters (video seconds × videos), each defaulted. */
+  job_units: JobUnitConfig[]
+}
+
+/** One factor of a job's billed units: a body parameter and the provider's default for it. */
+export interface JobUnitConfig {
+  param: string
+  default: number
 }
 
 /** A JSON value a body field is compared with. */

@@ -45,6 +45,26 @@ function positiveInteger (body: ParsedBody | undefined, path: ParamPath): number
 }
 
 /**
+ * A job's billed units (`bounds.jobUnits`): the product of its parameters, each a positive
+ * integer — a JSON number or a string of decimal digits (Sora's `seconds` is the string "12";
+ * Google's JSON takes "8" for an integer too) — or its default when absent; 1 for an operation
+ * that declares none. A malformed value is REQUEST_INVALID: it would be held as the default and
+ * rendered as whatever the provider makes of it.
+ */
+export function jobUnits (op: Pick<CompiledOperation, 'bounds'>, body: ParsedBody | undefined): number {
+  let units = 1
+  for (const unit of op.bounds.jobUnits) {
+    const v = paramValue(body, unit.path)
+    const n = v === undefined || v === null ? unit.default : typeof v === 'string' && DIGITS.test(v) ? Number(v) : v
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) {
+      throw gatewayError('REQUEST_INVALID', { param: unit.path.name, detail: `"${unit.path.name}" must be a positive integer.` })
+    }
+    units = Math.min(units * n, Number.MAX_SAFE_INTEGER)
+  }
+  return units
+}
+
+/**
  * Throws the catalogue error of the first bound parameter that is malformed or out of the
  * model's range; returns when every one is absent or acceptable. Pure.
  */
@@ -62,4 +82,5 @@ export function checkBillableParameters (op: CompiledOperation, model: Parameter
       throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param: path.name, detail: `"${path.name}" is above this model's limit of ${model.maxImages} images.` })
     }
   }
+  jobUnits(op, body)
 }

@@ -3,7 +3,7 @@ import { gatewayError } from '../errors/index.js'
 import { authOf } from '../auth/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
-import { inputPasses, referencedMedia, worstFeatures } from '../operations/index.js'
+import { inputPasses, jobUnits, referencedMedia, worstFeatures } from '../operations/index.js'
 import { costOf } from '../pricing/cost.js'
 import { urlMediaHold } from '../pricing/url-media.js'
 import { featuresAtWorst, worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
@@ -68,7 +68,8 @@ function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, 
     ...(body?.kind === 'multipart' ? { multipart: { fields: body.summary.fields, files: body.summary.files } } : {}),
     bodyBytes: body?.raw.length ?? 0,
     ...(passes === undefined ? {} : { inputPasses: passes }),
-    ...(features === undefined ? {} : { features })
+    ...(features === undefined ? {} : { features }),
+    ...(ctx.plan.op.bounds.jobUnits.length === 0 ? {} : { jobUnits: jobUnits(ctx.plan.op, body) })
   }
   // The URL items' own price (url_media_item) only for models that declare one.
   const media = model.price.urlMediaItem === undefined ? 0n : urlMediaHold(model.price, ctx.state.referencedMedia?.urls ?? worstCaseUrlMedia(input))
