@@ -101,10 +101,12 @@ t.test('what a model does with the features a request uses', async (t) => {
 
 t.test('input passes: the context window once, and once more per use of a looping tool', async (t) => {
   const op = featuresOf('responses')
-  const none = { urls: 0, files: 0 }
+  const none = { urls: 0, files: 0, inlineImages: 0, inlineUnbounded: 0 }
   t.equal(inputPasses([], none), undefined, 'nothing uncountable: the body bounds the input')
-  t.equal(inputPasses([], { urls: 2, files: 0 }), 1, 'media by URL: the context window')
-  t.equal(inputPasses([], { urls: 0, files: 1 }), 1, 'a file id: the context window')
+  t.equal(inputPasses([], { ...none, urls: 2 }), 1, 'media by URL: the context window')
+  t.equal(inputPasses([], { ...none, files: 1 }), 1, 'a file id: the context window')
+  t.equal(inputPasses([], { ...none, inlineUnbounded: 1 }), 1, 'an inline document, video or audio: the context window')
+  t.equal(inputPasses([], { ...none, inlineImages: 3 }), undefined, 'inline images: their bytes and item price, not the context window')
   t.equal(inputPasses(detectFeatures(op, json({ previous_response_id: 'r' }), ''), none), 1)
   t.equal(inputPasses(detectFeatures(op, json({ tools: [{ type: 'web_search' }], max_tool_calls: 4 }), ''), none), 5, 'four searches: five passes')
   t.equal(inputPasses(detectFeatures(op, json({ tools: [{ type: 'web_search' }, { type: 'image_generation' }], max_tool_calls: 2 }), ''), none), 5, 'each looping tool adds its uses')
@@ -135,6 +137,6 @@ t.test('media by reference: URLs and file ids of every family, in one walk', asy
     ],
     input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-3' }, { type: 'input_image', image_url: 'https://x/b.png' }, { type: 'input_image', image_url: 'data:image/png;base64,AAAA' }] }],
     contents: [{ parts: [{ fileData: { fileUri: 'gs://b/c.pdf' } }] }]
-  }), { urls: 3, files: 3 })
-  t.same(countReferencedMedia({ messages: [{ role: 'user', content: 'plain text' }] }), { urls: 0, files: 0 })
+  }), { urls: 3, files: 3, inlineImages: 1, inlineUnbounded: 0 })
+  t.same(countReferencedMedia({ messages: [{ role: 'user', content: 'plain text' }] }), { urls: 0, files: 0, inlineImages: 0, inlineUnbounded: 0 })
 })
