@@ -94,9 +94,9 @@ t.test('what a model does with the features a request uses', async (t) => {
   t.match(modelFeatureRefusal(web, model({})), { code: 'MODEL_PARAMETER_UNSUPPORTED' }, 'not named, default refused: refused')
   t.match(modelFeatureRefusal(web, model({ web_search: 'allowed' })), { code: 'MODEL_PARAMETER_UNSUPPORTED' }, 'allowed without a price is only for features billed as tokens')
   const prev = detectFeatures(op, json({ previous_response_id: 'r' }), '')
-  t.equal(modelFeatureRefusal(prev, model({})), null, 'previous_response_id is allowed by default (billed as input tokens)')
-  t.match(modelFeatureRefusal(prev, { contextWindow: undefined, stance: () => undefined }), { code: 'MODEL_PARAMETER_UNSUPPORTED', details: { param: 'previous_response_id' } }, 'but not on a model without a context window to bound it')
-  t.match(modelFeatureRefusal(prev, model({ previous_response_id: 'refused' })), { code: 'MODEL_PARAMETER_UNSUPPORTED' }, 'a model may refuse it')
+  t.match(modelFeatureRefusal(prev, model({})), { code: 'MODEL_PARAMETER_UNSUPPORTED', details: { param: 'previous_response_id' } }, 'previous_response_id is refused by default (another account\'s stored response)')
+  t.equal(modelFeatureRefusal(prev, model({ previous_response_id: 'allowed' })), null, 'a model may allow it (billed as input tokens)')
+  t.match(modelFeatureRefusal(prev, { contextWindow: undefined, stance: (name) => name === 'previous_response_id' ? 'allowed' : undefined }), { code: 'MODEL_PARAMETER_UNSUPPORTED', details: { param: 'previous_response_id' } }, 'but not on a model without a context window to bound it')
 })
 
 t.test('input passes: the context window once, and once more per use of a looping tool', async (t) => {
