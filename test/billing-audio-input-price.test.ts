@@ -9,7 +9,7 @@
 import { GoogleGenAI } from '@google/genai'
 import { OpenAI, toFile } from 'openai'
 import t from 'tap'
-import { ledgerState, nanos } from './helpers/billing.js'
+import { ledgerState, nanos, waitForRows } from './helpers/billing.js'
 import { startTestGateway, type Backend } from './helpers/gateway.js'
 import { refusalCode } from './helpers/wallet-bound.js'
 import { wavFile } from './helpers/wire.js'
@@ -32,6 +32,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const audio = BigInt(usage.input_token_details?.audio_tokens ?? 0)
     const text = BigInt(usage.input_token_details?.text_tokens ?? 0)
     t.ok(audio > 0n, `the provider counted ${audio} audio tokens`)
+    await waitForRows([gw], 1) // the row is written once the charge is settled
     const providerBill = ceil(audio * TRANSCRIBE.audioIn + text * TRANSCRIBE.textIn + BigInt(usage.output_tokens) * TRANSCRIBE.out, PER)
     const charged = (await ledgerState(gw)).charged - start.charged
     t.ok(charged >= providerBill, `charged ${charged}, at least the provider's bill ${providerBill}`)

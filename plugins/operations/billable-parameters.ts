@@ -13,6 +13,7 @@
 // A parameter that is absent or JSON null is the upstream's default and bounded as such.
 import { gatewayError } from '../errors/index.js'
 import type { ParsedBody } from '../request/body.js'
+import { findModelPart } from '../request/multipart-model.js'
 import type { CompiledOperation, ParamPath } from './compile.js'
 
 /** What a model declares about its range. */
@@ -35,8 +36,22 @@ export function paramValue (body: ParsedBody | undefined, path: ParamPath): unkn
   return v
 }
 
+/**
+ * A bound parameter of a multipart form must be one plain field: sent twice, or as a file part,
+ * the gateway reads one value (busboy: the last plain field) while the provider may read another
+ * (the first, or the file's text), and the hold would bound the wrong one. REQUEST_INVALID, as for
+ * a second `model` field (the same part check).
+ */
+function checkFormField (body: ParsedBody | undefined, path: ParamPath): void {
+  if (body?.kind !== 'multipart' || path.keys.length !== 1) return
+  const { fields, files, boundary } = body.summary
+  if (fields[path.name] === undefined && !files.some((f) => f.field === path.name)) return
+  findModelPart(body.raw, boundary, fields[path.name], path.name)
+}
+
 /** The positive safe integer a parameter holds, undefined when absent; throws REQUEST_INVALID otherwise. */
 function positiveInteger (body: ParsedBody | undefined, path: ParamPath): number | undefined {
+  checkFormField(body, path)
   const v = paramValue(body, path)
   if (v === undefined || v === null) return undefined
   const n = typeof v === 'string' && body?.kind === 'multipart' && DIGITS.test(v) ? Number(v) : v
@@ -54,6 +69,7 @@ function positiveInteger (body: ParsedBody | undefined, path: ParamPath): number
 export function jobUnits (op: Pick<CompiledOperation, 'bounds'>, body: ParsedBody | undefined): number {
   let units = 1
   for (const unit of op.bounds.jobUnits) {
+    checkFormField(body, unit.path)
     const v = paramValue(body, unit.path)
     const n = v === undefined || v === null ? unit.default : typeof v === 'string' && DIGITS.test(v) ? Number(v) : v
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) {
