@@ -4,7 +4,9 @@ import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { FeatureUsage } from '../pricing/usage-types.js'
 import { countReferencedMedia, type MediaCounts } from '../pricing/url-media.js'
+import type { CapEdits } from '../request/uses-caps.js'
 import { detectFeatures, modelFeatureRefusal, readsUncountedInput, type FeatureStance, type FeatureUse, type ModelFeatures } from './features.js'
+import { capEdits } from './uses-caps.js'
 
 /** Media parts a JSON body references by URL or by uploaded file id, or carries inline (url-media.ts). */
 export type ReferencedMedia = MediaCounts
@@ -15,6 +17,8 @@ declare module '../pipeline/context.js' {
     features: readonly FeatureUse[]
     /** Media the body references, counted once. */
     referencedMedia: ReferencedMedia
+    /** The uses caps the hold counts and the request left unset, forwarded (null: none). */
+    capEdits: CapEdits | null
   }
 }
 
@@ -92,6 +96,7 @@ export function featuresPlugin (): GatewayPlugin {
       const uses = ctx.state.features ??= detectFeatures(ctx.plan.op.features, ctx.body, ctx.query)
       const refusal = uses.length === 0 ? null : modelFeatureRefusal(uses, modelFeatures(model))
       if (refusal !== null) throw refusal
+      if (ctx.state.capEdits === undefined) ctx.state.capEdits = capEdits(ctx.plan.op.features, uses, ctx.body)
       if (model.contextWindow !== undefined) return
       const media = referencedMedia(ctx, model)
       if (unboundedMedia(media) > 0) {
