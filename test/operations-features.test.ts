@@ -40,7 +40,12 @@ t.test('responses: hosted tools by tools[].type, with their uses caps', async (t
     { previous_response_id: { uses: 1, param: 'previous_response_id' }, priority_tier: { uses: 1, param: 'service_tier' } }, 'parameters: present, or one of the values')
   t.same(detectFeatures(op, json({ input: 'x', service_tier: 'default', previous_response_id: null }), ''), [], 'another tier or a null parameter is nothing')
   t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'local_shell' }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[0].type' }, 'an unknown tool type is refused')
-  t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'function' }, { type: { nested: true } }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[1].type' }, 'a type that is not a string too')
+  t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'function' }, { type: 5 }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[1].type' }, 'a type that is not a string too')
+  t.same(detectFeatures(op, json({ tools: [{ type: { nested: true } }] }), ''), [], 'an object where a value belongs marks nothing (the provider refuses it, unbilled)')
+  t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'code_interpreter', container: 'cntr_1' }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[0].container' }, 'a stored container, named by id, is refused')
+  t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'code_interpreter', container: { type: 'auto', memory_limit: '128g' } }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[0].container.memory_limit' }, 'an unknown memory tier is refused')
+  t.same(uses(detectFeatures(op, json({ tools: [{ type: 'code_interpreter', container: { type: 'auto', memory_limit: '16g' } }] }), '')),
+    { code_interpreter: { uses: 10, param: 'tools[0].type' }, code_interpreter_16g: { uses: 1, param: 'tools[0].container.memory_limit' } }, 'a larger tier is its own feature, on top of the container (a dotted field)')
   t.same(detectFeatures(op, json({ tools: [{ name: 'no type' }, 'not an entry', null] }), ''), [], 'entries without a type or malformed are the provider\'s to refuse')
   for (const bad of [0, -1, 2.5, '3', 1e20, true]) {
     t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'web_search' }], max_tool_calls: bad }), '')), { code: 'REQUEST_INVALID', param: 'max_tool_calls' }, `max_tool_calls ${JSON.stringify(bad)}: REQUEST_INVALID`)

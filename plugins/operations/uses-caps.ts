@@ -9,7 +9,7 @@ import type { CapEdits } from '../request/uses-caps.js'
 import type { ParsedBody } from '../request/body.js'
 import { paramValue } from './billable-parameters.js'
 import type { OperationFeatures } from './feature-compile.js'
-import type { FeatureUse } from './features.js'
+import { entryMark, type FeatureUse } from './features.js'
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 const unset = (v: unknown): boolean => v === undefined || v === null
@@ -26,12 +26,13 @@ export function capEdits (op: OperationFeatures, uses: readonly FeatureUse[], bo
   }
   const entries: Array<CapEdits['entries'][number]> = []
   for (const scan of op.lists) {
-    if (scan.field === null || scan.list.keys.length !== 1) continue
+    if (scan.fieldKeys === null || scan.list.keys.length !== 1) continue
     const list = paramValue(body, scan.list)
     if (!Array.isArray(list)) continue
     list.forEach((entry: unknown, index) => {
       if (!isRecord(entry)) return
-      const cap = scan.features.get(entry[scan.field as string] as string)?.uses
+      const mark = entryMark(entry, scan.fieldKeys as readonly string[])
+      const cap = mark === undefined ? undefined : scan.features.get(mark)?.uses
       if (cap === undefined || cap === null || cap.itemField === null || !unset(entry[cap.itemField])) return
       // What the hold counted for this entry (features.ts entryUses): the request's cap, else the default.
       const shared = cap.param === null ? undefined : paramValue(body, cap.param)
