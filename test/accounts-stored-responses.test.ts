@@ -5,7 +5,9 @@
 // account's data the gateway never checked. Like `conversation` and stored prompts (the
 // operator's stored objects), `previous_response_id` is now refused unless a model allows it.
 // An input `item_reference` names a stored item the same way (and was held for its body bytes
-// alone, whatever the item's size). Through the OpenAI SDK, on both stores.
+// alone, whatever the item's size), and a Messages `container` a stored code-execution container.
+// Through the OpenAI and Anthropic SDKs, on both stores.
+import Anthropic from '@anthropic-ai/sdk'
 import { OpenAI } from 'openai'
 import t from 'tap'
 import { parseMoney } from '../plugins/pricing/money.js'
@@ -35,5 +37,15 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     t.equal(refusalCode(item), 'MODEL_PARAMETER_UNSUPPORTED', 'an item_reference is refused')
     t.equal((item as { error?: { param?: string } } | null)?.error?.param, 'input[0].type', 'naming the item')
     t.equal(gw.mock.calls.length, before, 'nothing reached the provider')
+  })
+
+  t.test(`a Messages container id (another account's stored container) is refused (${backend})`, async (t) => {
+    const gw = await startTestGateway({ backend })
+    t.teardown(() => gw.close())
+    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: gw.key, maxRetries: 0 })
+    const err = await anthropic.messages.create({ model: 'anthropic/claude-haiku-3.5', max_tokens: 16, container: 'container_of_another_account', messages: [{ role: 'user', content: 'list the files' }] }).then(() => null, (e: unknown) => e)
+    t.equal(refusalCode(err), 'MODEL_PARAMETER_UNSUPPORTED', 'refused')
+    t.match((err as { message?: string }).message, /container/, 'naming the field')
+    t.equal(gw.mock.calls.length, 0, 'nothing reached the provider')
   })
 }
