@@ -395,7 +395,7 @@ for (const backend of testBackends()) {
         max_output_tokens: 16384,
         requires_topup: false,
       })
-      t.match(res.json.data.find((m: { id: string }) => m.id === 'genai/veo-3'), { status: 'active', pricing: { unit: 'job', unit_price: '3.00' } })
+      t.match(res.json.data.find((m: { id: string }) => m.id === 'genai/veo-3'), { status: 'active', pricing: { unit: 'job', unit_price: '0.40' } })
       t.equal(res.json.has_more, false)
     })
 

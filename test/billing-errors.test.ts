@@ -129,7 +129,7 @@ t.test('MODEL_REQUIRES_TOPUP: a grant does not unlock the model, a top-up does, 
   t.equal(toppedUp.status, 200, 'top-up credited')
   const account = await admin<{ topped_up: boolean }>('GET', `/accounts/${gw.account.id}`)
   t.equal(account.json.topped_up, true, 'the account has topped up')
-  const editCost = expectedCost(priceOf(MODEL), { calls: 1 })
+  const editCost = expectedCost(priceOf(MODEL), { images: 1 })
   t.ok(editCost > nanos('0.01'), 'one edit costs more than the top-up')
   const res = await edit()
   t.equal(res.status, 200, 'the top-up unlocked the model')

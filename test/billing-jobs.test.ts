@@ -1,8 +1,10 @@
 import t from 'tap'
 import { parseMoney } from '../plugins/pricing/money.js'
+import { priceOf } from './helpers/billing.js'
 import { startTestGateway, type Backend } from './helpers/gateway.js'
 
-const SORA = parseMoney('1.00') // openai/sora-2, per job (gateway.yaml)
+// openai/sora-2 is priced per second of video; a job without `seconds` is Sora's default, 4 s.
+const SORA = (priceOf('openai/sora-2').unitPrice ?? 0n) * 4n
 const MELODY = parseMoney('0.10') // music/melody-1, per job
 
 for (const backend of ['sqlite', 'pg'] as Backend[]) {

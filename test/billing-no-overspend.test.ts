@@ -1,6 +1,6 @@
 // Money: a hold for the worst-case cost is placed atomically before anything goes upstream and
 // can never take the wallet below its floor. A wallet that affords exactly 500 requests of a
-// model whose actual cost equals its hold (per call: openai/gpt-image-1-edit) gets 2000
+// model whose actual cost equals its hold (one image: openai/gpt-image-1-edit, n: 1) gets 2000
 // concurrent requests: exactly 500 are served and billed, the other 1500 are refused with
 // BILLING_INSUFFICIENT_CREDITS before the provider is called, and the wallet ends at its
 // floor with nothing held. On PostgreSQL with one instance, two instances sharing one schema,
@@ -19,7 +19,7 @@ const CONNECTIONS = 250
 
 const config = readRepoConfig()
 const price = priceOf(MODEL, config)
-const perRequest = expectedCost(price, { calls: 1 })
+const perRequest = expectedCost(price, { images: 1 })
 const floor = nanos(String((config.wallet as { floor: string }).floor))
 const credit = floor + perRequest * BigInt(AFFORDABLE)
 
@@ -50,7 +50,7 @@ async function send (pool: Pool, gw: TestGateway): Promise<Answer> {
 
 async function run (t: Test, gws: TestGateway[]): Promise<void> {
   const first = gws[0] as TestGateway
-  t.equal(perRequest, nanos('0.05'), 'one edit costs 0.05 (per call), the same as its hold')
+  t.equal(perRequest, nanos('0.05'), 'one edit of one image costs 0.05, the same as its hold')
   const before = await ledgerState(first)
   t.equal(before.balance, credit, `the wallet affords exactly ${AFFORDABLE} requests above the floor`)
 

@@ -331,12 +331,12 @@ t.test('per output token, token-billed speech: gpt-4o-mini-tts is estimated from
   await expectBilled(t, before, { model: 'openai/gpt-4o-mini-tts', units: { inputTokens: promptTokens(input), outputTokens, cachedInputTokens: 0 }, reported: false })
 })
 
-t.test('per call: image edits', async (t) => {
+t.test('per image: image edits', async (t) => {
   const before = await balance()
   const r = await openai.images.edit({ model: 'openai/gpt-image-1-edit', prompt: 'make it blue', image: await toFile(PNG_BYTES, 'in.png', { type: 'image/png' }) })
   t.equal(r.data?.length, 1, 'one edited image')
-  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1-edit', units: { calls: 1 }, reported: true })
-  t.equal(row.cost, nanos('0.05'), 'one call × 0.05')
+  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1-edit', units: { images: 1 }, reported: true })
+  t.equal(row.cost, nanos('0.05'), 'one image × 0.05')
 })
 
 t.test('reported vs estimated: x-mock-usage none bills the estimate and says so', async (t) => {

@@ -5,7 +5,8 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import { ledgerState, priceOf, sleep } from './helpers/billing.js'
 import { createVideo, jobsOf, jobsTestConfig } from './helpers/jobs.js'
 
-const PRICE = priceOf('openai/sora-2').unitPrice ?? 0n
+/** A job's price: sora-2 is priced per second, and these jobs ask for 4 seconds. */
+const PRICE = (priceOf('openai/sora-2').unitPrice ?? 0n) * 4n
 
 t.test('two instances watching and polling at once post each job once (pg)', async (t) => {
   // Both watchers run every 20 ms and check every running job each round.

@@ -6,7 +6,8 @@ import { startTestGateway, type Backend, type TestGateway } from './helpers/gate
 import { ledgerState, priceOf } from './helpers/billing.js'
 import { createVideo, rawGet } from './helpers/jobs.js'
 
-const PRICE = priceOf('openai/sora-2').unitPrice ?? 0n
+/** A job's price: sora-2 is priced per second, and these jobs ask for 4 seconds. */
+const PRICE = (priceOf('openai/sora-2').unitPrice ?? 0n) * 4n
 
 interface ErrorBody { error: { code: string, message: string, param: string | null, request_id: string } }
 

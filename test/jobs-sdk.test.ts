@@ -8,8 +8,9 @@ import t from 'tap'
 import { startTestGateway, type Backend } from './helpers/gateway.js'
 import { ledgerState, priceOf } from './helpers/billing.js'
 
-const SORA = priceOf('openai/sora-2').unitPrice ?? 0n
-const VEO = priceOf('genai/veo-3').unitPrice ?? 0n
+// Priced per second of video: the jobs below ask for 4 s (Sora) and 8 s (Veo), one video each.
+const SORA = (priceOf('openai/sora-2').unitPrice ?? 0n) * 4n
+const VEO = (priceOf('genai/veo-3').unitPrice ?? 0n) * 8n
 
 for (const backend of ['sqlite', 'pg'] as Backend[]) {
   t.test(`official SDK job flows (${backend})`, async (t) => {

@@ -156,6 +156,8 @@ t.test('what the gateway cannot see makes the estimate the context window', asyn
     ['a hosted web_search tool', { input: 'news?', tools: [{ type: 'web_search' }] }, 'responses'],
     ['an input_file by URL', { input: [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://x/a.pdf' }] }] }, 'responses'],
     ['Anthropic web search', { messages: [{ role: 'user', content: 'news?' }], tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 20 }] }, 'messages'],
+    ['a GenAI inline video (a static one is a few bytes a second)', { contents: [{ parts: [{ inlineData: { mimeType: 'video/mp4', data: 'AAAAIGZ0eXA=' }, videoMetadata: { fps: 24 } }] }] }, 'genai'],
+    ['a GenAI inline FLAC (a constant frame plays 65,535 samples)', { contents: [{ parts: [{ inline_data: { mime_type: 'audio/flac', data: 'ZkxhQw==' } }] }] }, 'genai'],
     ['an Anthropic PDF document', { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } }] }] }, 'messages'],
     ['an Anthropic document by URL', { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://x/a.pdf' } }] }] }, 'messages'],
     ['GenAI fileData', { contents: [{ parts: [{ fileData: { mimeType: 'video/mp4', fileUri: 'gs://x' } }] }] }, 'genai'],

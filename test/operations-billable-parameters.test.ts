@@ -13,12 +13,17 @@ import type { ParsedBody } from '../plugins/request/body.js'
 import { ledgerState, settledRow } from './helpers/billing.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { opOf } from './helpers/operations.js'
+import { multipartBody } from './helpers/wire.js'
 
 // ---------------------------------------------------------------------------------------------
 // The pure check
 
 const json = (body: Record<string, unknown>): ParsedBody => ({ kind: 'json', raw: Buffer.from(JSON.stringify(body)), json: body })
-const form = (fields: Record<string, string>): ParsedBody => ({ kind: 'multipart', raw: Buffer.alloc(0), contentType: 'multipart/form-data; boundary=b', summary: { boundary: 'b', fields, files: [] } })
+/** A real form of these plain fields, with busboy's reading of it (the check finds each bound field's part). */
+function form (fields: Record<string, string>): ParsedBody {
+  const { body, contentType } = multipartBody(Object.entries(fields).map(([name, value]) => ({ name, value })), 'b')
+  return { kind: 'multipart', raw: body, contentType, summary: { boundary: 'b', fields, files: [] } }
+}
 const RANGE: ParameterRange = { maxOutputTokens: 1000, maxImages: 10 }
 
 /** The code and param the check throws, or 'ok'. */

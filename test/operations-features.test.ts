@@ -40,7 +40,12 @@ t.test('responses: hosted tools by tools[].type, with their uses caps', async (t
     { previous_response_id: { uses: 1, param: 'previous_response_id' }, priority_tier: { uses: 1, param: 'service_tier' } }, 'parameters: present, or one of the values')
   t.same(detectFeatures(op, json({ input: 'x', service_tier: 'default', previous_response_id: null }), ''), [], 'another tier or a null parameter is nothing')
   t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'local_shell' }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[0].type' }, 'an unknown tool type is refused')
-  t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'function' }, { type: { nested: true } }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[1].type' }, 'a type that is not a string too')
+  t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'function' }, { type: 5 }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[1].type' }, 'a type that is not a string too')
+  t.same(detectFeatures(op, json({ tools: [{ type: { nested: true } }] }), ''), [], 'an object where a value belongs marks nothing (the provider refuses it, unbilled)')
+  t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'code_interpreter', container: 'cntr_1' }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[0].container' }, 'a stored container, named by id, is refused')
+  t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'code_interpreter', container: { type: 'auto', memory_limit: '128g' } }] }), '')), { code: 'MODEL_PARAMETER_UNSUPPORTED', param: 'tools[0].container.memory_limit' }, 'an unknown memory tier is refused')
+  t.same(uses(detectFeatures(op, json({ tools: [{ type: 'code_interpreter', container: { type: 'auto', memory_limit: '16g' } }] }), '')),
+    { code_interpreter: { uses: 10, param: 'tools[0].type' }, code_interpreter_16g: { uses: 1, param: 'tools[0].container.memory_limit' } }, 'a larger tier is its own feature, on top of the container (a dotted field)')
   t.same(detectFeatures(op, json({ tools: [{ name: 'no type' }, 'not an entry', null] }), ''), [], 'entries without a type or malformed are the provider\'s to refuse')
   for (const bad of [0, -1, 2.5, '3', 1e20, true]) {
     t.same(thrown(() => detectFeatures(op, json({ tools: [{ type: 'web_search' }], max_tool_calls: bad }), '')), { code: 'REQUEST_INVALID', param: 'max_tool_calls' }, `max_tool_calls ${JSON.stringify(bad)}: REQUEST_INVALID`)
@@ -94,17 +99,19 @@ t.test('what a model does with the features a request uses', async (t) => {
   t.match(modelFeatureRefusal(web, model({})), { code: 'MODEL_PARAMETER_UNSUPPORTED' }, 'not named, default refused: refused')
   t.match(modelFeatureRefusal(web, model({ web_search: 'allowed' })), { code: 'MODEL_PARAMETER_UNSUPPORTED' }, 'allowed without a price is only for features billed as tokens')
   const prev = detectFeatures(op, json({ previous_response_id: 'r' }), '')
-  t.equal(modelFeatureRefusal(prev, model({})), null, 'previous_response_id is allowed by default (billed as input tokens)')
-  t.match(modelFeatureRefusal(prev, { contextWindow: undefined, stance: () => undefined }), { code: 'MODEL_PARAMETER_UNSUPPORTED', details: { param: 'previous_response_id' } }, 'but not on a model without a context window to bound it')
-  t.match(modelFeatureRefusal(prev, model({ previous_response_id: 'refused' })), { code: 'MODEL_PARAMETER_UNSUPPORTED' }, 'a model may refuse it')
+  t.match(modelFeatureRefusal(prev, model({})), { code: 'MODEL_PARAMETER_UNSUPPORTED', details: { param: 'previous_response_id' } }, 'previous_response_id is refused by default (another account\'s stored response)')
+  t.equal(modelFeatureRefusal(prev, model({ previous_response_id: 'allowed' })), null, 'a model may allow it (billed as input tokens)')
+  t.match(modelFeatureRefusal(prev, { contextWindow: undefined, stance: (name) => name === 'previous_response_id' ? 'allowed' : undefined }), { code: 'MODEL_PARAMETER_UNSUPPORTED', details: { param: 'previous_response_id' } }, 'but not on a model without a context window to bound it')
 })
 
 t.test('input passes: the context window once, and once more per use of a looping tool', async (t) => {
   const op = featuresOf('responses')
-  const none = { urls: 0, files: 0 }
+  const none = { urls: 0, files: 0, inlineImages: 0, inlineUnbounded: 0 }
   t.equal(inputPasses([], none), undefined, 'nothing uncountable: the body bounds the input')
-  t.equal(inputPasses([], { urls: 2, files: 0 }), 1, 'media by URL: the context window')
-  t.equal(inputPasses([], { urls: 0, files: 1 }), 1, 'a file id: the context window')
+  t.equal(inputPasses([], { ...none, urls: 2 }), 1, 'media by URL: the context window')
+  t.equal(inputPasses([], { ...none, files: 1 }), 1, 'a file id: the context window')
+  t.equal(inputPasses([], { ...none, inlineUnbounded: 1 }), 1, 'an inline document, video or audio: the context window')
+  t.equal(inputPasses([], { ...none, inlineImages: 3 }), undefined, 'inline images: their bytes and item price, not the context window')
   t.equal(inputPasses(detectFeatures(op, json({ previous_response_id: 'r' }), ''), none), 1)
   t.equal(inputPasses(detectFeatures(op, json({ tools: [{ type: 'web_search' }], max_tool_calls: 4 }), ''), none), 5, 'four searches: five passes')
   t.equal(inputPasses(detectFeatures(op, json({ tools: [{ type: 'web_search' }, { type: 'image_generation' }], max_tool_calls: 2 }), ''), none), 5, 'each looping tool adds its uses')
@@ -135,6 +142,6 @@ t.test('media by reference: URLs and file ids of every family, in one walk', asy
     ],
     input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-3' }, { type: 'input_image', image_url: 'https://x/b.png' }, { type: 'input_image', image_url: 'data:image/png;base64,AAAA' }] }],
     contents: [{ parts: [{ fileData: { fileUri: 'gs://b/c.pdf' } }] }]
-  }), { urls: 3, files: 3 })
-  t.same(countReferencedMedia({ messages: [{ role: 'user', content: 'plain text' }] }), { urls: 0, files: 0 })
+  }), { urls: 3, files: 3, inlineImages: 1, inlineUnbounded: 0 })
+  t.same(countReferencedMedia({ messages: [{ role: 'user', content: 'plain text' }] }), { urls: 0, files: 0, inlineImages: 0, inlineUnbounded: 0 })
 })

@@ -84,7 +84,7 @@ t.test('the loader merges the built-in entries, validated and defaults filled, i
   t.same(Object.keys(config.operations ?? {}).sort(), Object.keys(OLD).sort())
   t.same(config.operations?.['images.generations'], {
     meter: { kind: 'images' },
-    bounds: { count: ['n'], count_is_images: true, max_tokens: [] },
+    bounds: { count: ['n'], count_is_images: true, max_tokens: [], job_units: [] },
     usage_chunk: false,
     video_parts: true
   }, 'schema defaults filled in a built-in entry')

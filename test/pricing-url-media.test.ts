@@ -5,7 +5,7 @@ import { boundsOf } from './helpers/operations.js'
 import { checkConfig } from '../plugins/config/index.js'
 import { compilePrice } from '../plugins/pricing/compile.js'
 import { costOf } from '../plugins/pricing/cost.js'
-import { countUrlMedia, urlMediaHold } from '../plugins/pricing/url-media.js'
+import { countReferencedMedia, countUrlMedia, urlMediaHold } from '../plugins/pricing/url-media.js'
 import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../plugins/pricing/worst-case.js'
 import { modelOf, writeTestConfig } from './helpers/test-config.js'
 
@@ -71,6 +71,41 @@ t.test('generate content: fileData.fileUri and file_data.file_uri, any scheme', 
     systemInstruction: { parts: [{ fileData: { fileUri: 'https://www.youtube.com/watch?v=x' } }] }
   }), 3)
   t.equal(countUrlMedia({ contents: [{ parts: [{ fileData: { fileUri: '' } }] }] }), 0, 'an empty URI fetches nothing')
+})
+
+t.test('inline media: images count per item, documents, video and audio hold the context window, text and input_audio are bytes', async (t) => {
+  const png = 'data:image/png;base64,iVBORw0KGgo='
+  t.same(countReferencedMedia({
+    messages: [{
+      role: 'user',
+      content: [
+        { type: 'image_url', image_url: { url: png } },
+        { type: 'image_url', image_url: 'DATA:image/jpeg;base64,AAAA' },
+        { type: 'image_url', image_url: { url: 'data:application/pdf;base64,JVBERi0=' } },
+        { type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBERi0=' } },
+        { type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } },
+        { type: 'text', text: png }
+      ]
+    }]
+  }), { urls: 0, files: 0, inlineImages: 2, inlineUnbounded: 2 }, 'chat: two images; a PDF as image_url and a file part; input_audio and a data URL in text are bytes')
+  t.same(countReferencedMedia({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: png }, { type: 'input_file', file_data: 'JVBERi0=', filename: 'a.pdf' }] }] }),
+    { urls: 0, files: 0, inlineImages: 1, inlineUnbounded: 1 }, 'responses: input_image and input_file data')
+  t.same(countReferencedMedia({
+    messages: [{
+      role: 'user',
+      content: [
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+        { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } },
+        { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain text' } },
+        { type: 'document', source: { type: 'content', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] } },
+        { type: 'tool_result', tool_use_id: 't', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } }] }
+      ]
+    }]
+  }), { urls: 0, files: 0, inlineImages: 2, inlineUnbounded: 2 }, 'messages: images (also in a content document), PDFs (also in a tool result); a text document is bytes')
+  t.same(countReferencedMedia({
+    systemInstruction: { parts: [{ inlineData: { mimeType: 'text/plain', data: 'aGk=' } }] },
+    contents: [{ parts: [{ inlineData: { mimeType: 'image/webp', data: 'UklGRg==' } }, { inline_data: { mime_type: 'video/mp4', data: 'AAAA' } }, { inlineData: { mimeType: 'audio/flac', data: 'ZkxhQw==' } }, { inlineData: { data: 'AAAA' } }] }]
+  }), { urls: 0, files: 0, inlineImages: 1, inlineUnbounded: 3 }, 'genai: an image; video, audio and an untyped payload hold the context window; text is bytes')
 })
 
 t.test('the walk reads fixed paths only: deep nesting costs nothing and counts nothing', async (t) => {

@@ -1,6 +1,7 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { applyBodyRules } from '../plugins/request/body-rules.js'
+import { applyCapEdits, type CapEdits } from '../plugins/request/uses-caps.js'
 import { findTopLevelModelValues, rewriteJsonModel } from '../plugins/request/json-model.js'
 import { boundaryOf, summariseMultipart } from '../plugins/request/multipart.js'
 import { rewriteMultipartModel } from '../plugins/request/multipart-model.js'
@@ -125,4 +126,16 @@ t.test('applyBodyRules lowers output-token limits above the cap, in every family
 t.test('applyBodyRules drops, then caps', async (t) => {
   const out = applyBodyRules(Buffer.from('{"response_format":"url","max_tokens":100000}'), { dropFields: new Set(['response_format']), maxOutputTokens: 64000 })
   t.equal(out?.toString(), '{"max_tokens":64000}')
+})
+
+t.test('applyCapEdits sets unset caps: a new first member, every duplicate or null value replaced, entries by index', async (t) => {
+  const edits = (params: Record<string, number>, entries: Array<{ list: string, index: number, field: string, value: number }> = []): CapEdits => ({ params: new Map(Object.entries(params)), entries })
+  t.equal(applyCapEdits(Buffer.from('{ "tools": [{"type":"web_search"}] }'), edits({ max_tool_calls: 10 }))?.toString(), '{"max_tool_calls":10, "tools": [{"type":"web_search"}] }')
+  t.equal(applyCapEdits(Buffer.from('{"max_tool_calls":null,"tools":[],"max_tool_calls" : null}'), edits({ max_tool_calls: 4 }))?.toString(), '{"max_tool_calls":4,"tools":[],"max_tool_calls" : 4}', 'every duplicate: parsers differ on which they keep')
+  t.equal(applyCapEdits(Buffer.from('{"max\\u005ftool_calls":null,"tools":[]}'), edits({ max_tool_calls: 4 }))?.toString(), '{"max\\u005ftool_calls":4,"tools":[]}', 'an escaped key is the key')
+  const messages = '{"model":"m","tools":[ {"type":"custom","name":"f"}, "odd", {"type":"web_search_20250305","name":"web_search","max_uses":null}, {} ]}'
+  const out = applyCapEdits(Buffer.from(messages), edits({}, [{ list: 'tools', index: 2, field: 'max_uses', value: 10 }, { list: 'tools', index: 3, field: 'max_uses', value: 5 }]))
+  t.same(JSON.parse(out?.toString() ?? 'null'), { model: 'm', tools: [{ type: 'custom', name: 'f' }, 'odd', { type: 'web_search_20250305', name: 'web_search', max_uses: 10 }, { max_uses: 5 }] }, 'entries counted with non-objects among them; an empty object gets no comma')
+  t.equal(applyCapEdits(Buffer.from('[1]'), edits({ max_tool_calls: 1 })), null, 'not an object: nothing')
+  t.equal(applyCapEdits(Buffer.from('{"tools":[]}'), edits({}, [{ list: 'tools', index: 0, field: 'max_uses', value: 1 }])), null, 'no such entry: nothing')
 })

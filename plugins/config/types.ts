@@ -418,6 +418,14 @@ export interface OperationBoundsConfig {
    * The count is a number of images: it is billed per image and capped by the model's max_images.
    */
   count_is_images: boolean
+  /** A job's billed units: the product of these parameters (video seconds × videos), each defaulted. */
+  job_units: JobUnitConfig[]
+}
+
+/** One factor of a job's billed units: a body parameter and the provider's default for it. */
+export interface JobUnitConfig {
+  param: string
+  default: number
 }
 /**
  * One body feature or query value that changes what the provider charges. A request that uses it is refused with MODEL_PARAMETER_UNSUPPORTED (before anything is held) unless the target model's `pricing.features` prices it (or the operation's `default` allows it).

@@ -4,6 +4,7 @@ import { authOf } from '../auth/index.js'
 import { gatewayError } from '../errors/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
+import { jobUnits } from '../operations/index.js'
 import { costOf } from '../pricing/cost.js'
 import type { Usage } from '../pricing/usage-types.js'
 import type { Clock, IdSource } from '../store/clock.js'
@@ -83,6 +84,8 @@ async function answerCreate (deps: JobAnswerDeps, input: JobAnswerInput, answer:
   const hold = holdOf(ctx)
   const auth = authOf(ctx)
   if (kind === undefined || !hold || !auth || !answered) throw gatewayError('GATEWAY_INTERNAL_ERROR', { detail: 'job create without its hold' })
+  // The job's units (seconds × videos) as held: what it is charged when it completes.
+  const units: Usage = { ...ONE_JOB, jobs: jobUnits(ctx.plan.op, ctx.body) }
   const upstreamId = upstreamIdOf(kind, answer)
   // Accepted but unusable (no id, or one we could not safely poll): the host releases the hold.
   if (upstreamId === undefined || answer.error != null) throw gatewayError('UPSTREAM_ERROR')
@@ -96,7 +99,7 @@ async function answerCreate (deps: JobAnswerDeps, input: JobAnswerInput, answer:
     keyId: auth.key.id,
     modelId: answered.id,
     provider: input.provider,
-    price: costOf(answered.price, ONE_JOB),
+    price: costOf(answered.price, units),
     holdId: hold.holdId,
     requestId: ctx.requestId,
     createdAt: now,
@@ -110,7 +113,7 @@ async function answerCreate (deps: JobAnswerDeps, input: JobAnswerInput, answer:
   await deps.onCreated?.(ctx, job)
   const status = observe(kind, answer).status ?? undefined
   send(input, input.status, Buffer.from(JSON.stringify(withGatewayId(kind, answer, id))), true)
-  return { usage: { ...ONE_JOB }, job: { id, status } }
+  return { usage: units, job: { id, status } }
 }
 
 /**

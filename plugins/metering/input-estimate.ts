@@ -6,10 +6,12 @@
 // least the provider's per-message and per-tool overhead (test/metering-estimate.test.ts holds
 // it above OpenAI's documented count). Media are not counted as text (a base64 image is not
 // thousands of tokens): an image costs the model's per-item bound (its `url_media_item` hold in
-// tokens); inline audio and video one token per byte of their base64 (any real codec's byte rate
-// is far above the providers' 32 (Gemini) to 300 tokens per second); what the gateway cannot see
-// (files by id or URL, documents, previous responses, cached content, hosted tools that fetch or
-// search) is unbounded: the estimate is then the model's context window, and the charge the hold.
+// tokens); OpenAI's input_audio (wav, mp3) one token per byte of its base64 (those codecs' least
+// byte rate is far above 10–32 audio tokens a second); what the gateway cannot see or whose bytes
+// do not bound its tokens (files by id or URL, documents, inline video and audio of any other
+// codec — a static video is a few bytes a second and 258 tokens per sampled frame, a FLAC
+// constant frame 65,535 samples in a dozen bytes —, previous responses, cached content, hosted
+// tools that fetch or search) is unbounded: the estimate is then the model's context window, and the charge the hold.
 import type { TokenDialectName } from '../config/types.js'
 import { isRecord } from './body-reader.js'
 import type { TokenCounter } from './tokenizers.js'
@@ -74,10 +76,9 @@ function addImage (w: Walk): void {
   else w.tokens += w.mediaItemTokens
 }
 
-/** An inline payload of this media type: an image's bound, audio/video by its bytes, text as text, anything else (PDF) unbounded. */
+/** An inline payload of this media type: an image's bound, text as text, anything else (PDF, video, audio) unbounded. */
 function addInline (w: Walk, mediaType: string, payload: string): void {
   if (mediaType.startsWith('image/')) addImage(w)
-  else if (mediaType.startsWith('audio/') || mediaType.startsWith('video/')) w.tokens += payload.length
   else if (mediaType.startsWith('text/')) w.tokens += w.counter.count(payload) + PER_VALUE
   else w.unbounded = true
 }

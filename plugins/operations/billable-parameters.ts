@@ -13,6 +13,7 @@
 // A parameter that is absent or JSON null is the upstream's default and bounded as such.
 import { gatewayError } from '../errors/index.js'
 import type { ParsedBody } from '../request/body.js'
+import { findModelPart } from '../request/multipart-model.js'
 import type { CompiledOperation, ParamPath } from './compile.js'
 
 /** What a model declares about its range. */
@@ -35,13 +36,48 @@ export function paramValue (body: ParsedBody | undefined, path: ParamPath): unkn
   return v
 }
 
+/**
+ * A bound parameter of a multipart form must be one plain field: sent twice, or as a file part,
+ * the gateway reads one value (busboy: the last plain field) while the provider may read another
+ * (the first, or the file's text), and the hold would bound the wrong one. REQUEST_INVALID, as for
+ * a second `model` field (the same part check).
+ */
+function checkFormField (body: ParsedBody | undefined, path: ParamPath): void {
+  if (body?.kind !== 'multipart' || path.keys.length !== 1) return
+  const { fields, files, boundary } = body.summary
+  if (fields[path.name] === undefined && !files.some((f) => f.field === path.name)) return
+  findModelPart(body.raw, boundary, fields[path.name], path.name)
+}
+
 /** The positive safe integer a parameter holds, undefined when absent; throws REQUEST_INVALID otherwise. */
 function positiveInteger (body: ParsedBody | undefined, path: ParamPath): number | undefined {
+  checkFormField(body, path)
   const v = paramValue(body, path)
   if (v === undefined || v === null) return undefined
   const n = typeof v === 'string' && body?.kind === 'multipart' && DIGITS.test(v) ? Number(v) : v
   if (typeof n === 'number' && Number.isSafeInteger(n) && n > 0) return n
   throw gatewayError('REQUEST_INVALID', { param: path.name, detail: `"${path.name}" must be a positive integer.` })
+}
+
+/**
+ * A job's billed units (`bounds.jobUnits`): the product of its parameters, each a positive
+ * integer — a JSON number or a string of decimal digits (Sora's `seconds` is the string "12";
+ * Google's JSON takes "8" for an integer too) — or its default when absent; 1 for an operation
+ * that declares none. A malformed value is REQUEST_INVALID: it would be held as the default and
+ * rendered as whatever the provider makes of it.
+ */
+export function jobUnits (op: Pick<CompiledOperation, 'bounds'>, body: ParsedBody | undefined): number {
+  let units = 1
+  for (const unit of op.bounds.jobUnits) {
+    checkFormField(body, unit.path)
+    const v = paramValue(body, unit.path)
+    const n = v === undefined || v === null ? unit.default : typeof v === 'string' && DIGITS.test(v) ? Number(v) : v
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) {
+      throw gatewayError('REQUEST_INVALID', { param: unit.path.name, detail: `"${unit.path.name}" must be a positive integer.` })
+    }
+    units = Math.min(units * n, Number.MAX_SAFE_INTEGER)
+  }
+  return units
 }
 
 /**
@@ -62,4 +98,5 @@ export function checkBillableParameters (op: CompiledOperation, model: Parameter
       throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param: path.name, detail: `"${path.name}" is above this model's limit of ${model.maxImages} images.` })
     }
   }
+  jobUnits(op, body)
 }

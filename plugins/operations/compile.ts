@@ -24,6 +24,14 @@ export interface OperationBounds {
   readonly count: readonly ParamPath[]
   /** The count is images: billed per image and capped by the model's max images. */
   readonly countIsImages: boolean
+  /** A job's billed units: the product of these parameters, each its default when absent. */
+  readonly jobUnits: readonly JobUnit[]
+}
+
+/** One factor of a job's units (a video's seconds, the videos asked for). */
+export interface JobUnit {
+  readonly path: ParamPath
+  readonly default: number
 }
 
 export interface OperationJob {
@@ -86,7 +94,8 @@ export function compileOperation (name: string, entry: OperationConfig): Compile
     bounds: Object.freeze({
       maxTokens: paths(entry.bounds?.max_tokens),
       count: paths(entry.bounds?.count),
-      countIsImages: entry.bounds?.count_is_images === true
+      countIsImages: entry.bounds?.count_is_images === true,
+      jobUnits: Object.freeze((entry.bounds?.job_units ?? []).map((u) => Object.freeze({ path: paths([u.param])[0] as ParamPath, default: u.default })))
     }),
     features: compileOperationFeatures(entry)
   })

@@ -26,8 +26,10 @@ export interface CompiledFeature {
 /** One body list examined entry by entry. */
 export interface ListScan {
   readonly list: ParamPath
-  /** The entry field whose value marks a feature; null: the entry's keys do. */
+  /** The entry field whose value marks a feature (a dotted path into the entry); null: the entry's keys do. */
   readonly field: string | null
+  /** `field` split at its dots. */
+  readonly fieldKeys: readonly string[] | null
   /** Values (or keys) billed as tokens only; null: the list is open (unknown entries pass). */
   readonly plain: ReadonlySet<string> | null
   /** Entry value (or key) → the feature it marks. */
@@ -84,7 +86,7 @@ function compileFeature (name: string, f: FeatureConfig): CompiledFeature {
   })
 }
 
-interface MutableList { list: ParamPath, field: string | null, plain: Set<string> | null, features: Map<MatchValue, CompiledFeature> }
+interface MutableList { list: ParamPath, field: string | null, fieldKeys: readonly string[] | null, plain: Set<string> | null, features: Map<MatchValue, CompiledFeature> }
 
 /**
  * Compiles one operation's features. A config that passed `check` is assumed (checkFeatures in
@@ -96,7 +98,7 @@ export function compileOperationFeatures (entry: Pick<OperationConfig, 'features
   const listOf = (list: string, field: string | null): MutableList => {
     const key = `${list}\u0000${field ?? ''}`
     let scan = lists.get(key)
-    if (scan === undefined) lists.set(key, scan = { list: pathOf(list), field, plain: null, features: new Map() })
+    if (scan === undefined) lists.set(key, scan = { list: pathOf(list), field, fieldKeys: field === null ? null : Object.freeze(field.split('.')), plain: null, features: new Map() })
     return scan
   }
   const params: ParamScan[] = []

@@ -3,11 +3,13 @@ import type { CompiledModel } from '../models/catalogue.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { FeatureUsage } from '../pricing/usage-types.js'
-import { countReferencedMedia } from '../pricing/url-media.js'
+import { countReferencedMedia, type MediaCounts } from '../pricing/url-media.js'
+import type { CapEdits } from '../request/uses-caps.js'
 import { detectFeatures, modelFeatureRefusal, readsUncountedInput, type FeatureStance, type FeatureUse, type ModelFeatures } from './features.js'
+import { capEdits } from './uses-caps.js'
 
-/** Media parts a JSON body references by URL or by uploaded file id (the provider reads them). */
-export interface ReferencedMedia { readonly urls: number, readonly files: number }
+/** Media parts a JSON body references by URL or by uploaded file id, or carries inline (url-media.ts). */
+export type ReferencedMedia = MediaCounts
 
 declare module '../pipeline/context.js' {
   interface RequestState {
@@ -15,10 +17,12 @@ declare module '../pipeline/context.js' {
     features: readonly FeatureUse[]
     /** Media the body references, counted once. */
     referencedMedia: ReferencedMedia
+    /** The uses caps the hold counts and the request left unset, forwarded (null: none). */
+    capEdits: CapEdits | null
   }
 }
 
-const NO_MEDIA: ReferencedMedia = Object.freeze({ urls: 0, files: 0 })
+const NO_MEDIA: ReferencedMedia = Object.freeze({ urls: 0, files: 0, inlineImages: 0, inlineUnbounded: 0 })
 
 /** How a compiled model treats a feature by name (undefined: it does not name it). */
 export function modelFeatures (model: Pick<CompiledModel, 'contextWindow' | 'price'>): ModelFeatures {
@@ -32,7 +36,7 @@ export function modelFeatures (model: Pick<CompiledModel, 'contextWindow' | 'pri
   }
 }
 
-/** Media the body references, counted once; only where the model bills input tokens (nothing else reads it). */
+/** Media the body references or carries, counted once; only where the model bills input tokens (nothing else reads it). */
 export function referencedMedia (ctx: RequestContext, model: CompiledModel): ReferencedMedia {
   if (ctx.state.referencedMedia !== undefined) return ctx.state.referencedMedia
   const body = ctx.body
@@ -42,6 +46,9 @@ export function referencedMedia (ctx: RequestContext, model: CompiledModel): Ref
   return media
 }
 
+/** Media parts whose tokens the body does not bound. */
+const unboundedMedia = (m: ReferencedMedia): number => m.urls + m.files + m.inlineUnbounded
+
 /** The body key under which a family sends its parts: what a refusal for its media names. */
 function partsParam (ctx: RequestContext): string {
   const json = ctx.body?.kind === 'json' ? ctx.body.json : {}
@@ -50,12 +57,13 @@ function partsParam (ctx: RequestContext): string {
 
 /**
  * How many times the context window the input the request makes the provider read can reach, or
- * undefined when the body bounds it: 1 for media by reference or a feature that fetches input,
+ * undefined when the body bounds it: 1 for media by reference, inline media whose bytes do not
+ * bound its tokens (documents, video, audio) or a feature that fetches input,
  * plus one per use of a feature the provider runs in a loop (it reads the context again after
  * each).
  */
 export function inputPasses (uses: readonly FeatureUse[], media: ReferencedMedia): number | undefined {
-  let passes = media.urls + media.files > 0 ? 1 : 0
+  let passes = unboundedMedia(media) > 0 ? 1 : 0
   let loops = 0
   for (const use of uses) {
     if (!readsUncountedInput(use)) continue
@@ -88,11 +96,12 @@ export function featuresPlugin (): GatewayPlugin {
       const uses = ctx.state.features ??= detectFeatures(ctx.plan.op.features, ctx.body, ctx.query)
       const refusal = uses.length === 0 ? null : modelFeatureRefusal(uses, modelFeatures(model))
       if (refusal !== null) throw refusal
+      if (ctx.state.capEdits === undefined) ctx.state.capEdits = capEdits(ctx.plan.op.features, uses, ctx.body)
       if (model.contextWindow !== undefined) return
       const media = referencedMedia(ctx, model)
-      if (media.urls + media.files > 0) {
+      if (unboundedMedia(media) > 0) {
         const param = partsParam(ctx)
-        throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param, detail: `"${param}" references media by URL or file id, which the gateway cannot count, and this model declares no context window to bound it.` })
+        throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param, detail: `"${param}" references media by URL or file id, or carries a document, video or audio, which the gateway cannot count, and this model declares no context window to bound it.` })
       }
     }
   }

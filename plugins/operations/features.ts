@@ -93,6 +93,17 @@ function entryUses (feature: CompiledFeature, entry: Record<string, unknown>, pa
   return u.default
 }
 
+/**
+ * The value at a list scan's field (a dotted path) in one entry, when it is a scalar that can mark
+ * a feature; undefined otherwise (absent, null, an object or a list: e.g. code_interpreter's
+ * `container` object, whose own fields other scans read, while a string there is an id).
+ */
+export function entryMark (entry: Record<string, unknown>, keys: readonly string[]): MatchValue | undefined {
+  let v: unknown = entry
+  for (const key of keys) v = isRecord(v) ? v[key] : undefined
+  return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : undefined
+}
+
 function scanList (scan: ListScan, body: ParsedBody, found: Map<string, { feature: CompiledFeature, param: string, uses: number }>): void {
   const list = paramValue(body, scan.list)
   if (!Array.isArray(list)) return
@@ -100,8 +111,9 @@ function scanList (scan: ListScan, body: ParsedBody, found: Map<string, { featur
     const entry: unknown = list[i]
     if (!isRecord(entry)) continue // the provider refuses a malformed entry itself
     const at = `${scan.list.name}[${i}]`
-    const marks: Array<[MatchValue, string]> = scan.field !== null
-      ? (entry[scan.field] === undefined ? [] : [[entry[scan.field] as MatchValue, `${at}.${scan.field}`]])
+    const mark = scan.fieldKeys === null ? undefined : entryMark(entry, scan.fieldKeys)
+    const marks: Array<[MatchValue, string]> = scan.fieldKeys !== null
+      ? (mark === undefined ? [] : [[mark, `${at}.${scan.field ?? ''}`]])
       : Object.keys(entry).map((k) => [k, `${at}.${k}`])
     for (const [value, param] of marks) {
       const feature = scan.features.get(value)

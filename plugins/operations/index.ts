@@ -3,7 +3,7 @@ export {
   type CompiledOperation, type CompiledOperations, type MeterSpec, type OperationBounds, type OperationJob, type ParamPath
 } from './compile.js'
 export { builtinOperations, builtinOperationsFile, builtinOperationsRaw } from './builtin.js'
-export { checkBillableParameters, paramValue, type ParameterRange } from './billable-parameters.js'
+export { checkBillableParameters, jobUnits, paramValue, type ParameterRange } from './billable-parameters.js'
 export { checkOperations } from './check.js'
 export { operationsPlugin } from './plugin.js'
 export { compileOperationFeatures, type CompiledFeature, type FeatureReport, type OperationFeatures } from './feature-compile.js'

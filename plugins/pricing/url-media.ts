@@ -18,6 +18,14 @@
 // either makes the hold count the model's context window as input (plugins/wallet/hold.ts); only
 // URL items also carry the `url_media_item` price.
 //
+// Inline media (base64 in the body) is counted too: its bytes do not bound what the provider
+// bills for it either (a 70-byte PNG is 8,500 tokens on gpt-4o-mini at high detail; a PDF page
+// 1,500–3,000 on Claude in a few bytes; a static video 258 tokens per sampled frame on Gemini).
+// An inline image adds the model's `url_media_item` (one image's most); a document, video or
+// audio (anything but an image or text) holds the context window, as media by reference does.
+// OpenAI's `input_audio` (wav, mp3) stays bounded by its bytes: those codecs' least byte rate is
+// far above any provider's audio tokens a second.
+//
 // The walk reads fixed paths only, at most two levels under a message, never recursing on what
 // the client sent: its cost is linear in the body's size however deep the client nests it.
 import type { CompiledPrice } from './compile.js'
@@ -65,13 +73,53 @@ function isFileReference (part: unknown): boolean {
   return isRecord(source) && source.type === 'file' && id(source.file_id)
 }
 
-/** Items in a list of parts, and in the content of the tool results among them (one level). */
+/** A media type's kind: image, text, or other (documents, audio, video). */
+function mimeKind (mime: unknown): 'image' | 'text' | 'other' {
+  const m = typeof mime === 'string' ? mime.trim().toLowerCase() : ''
+  return m.startsWith('image/') ? 'image' : m.startsWith('text/') ? 'text' : 'other'
+}
+
+/** A data URL's kind: undefined for anything but a `data:` URL. */
+function dataUrlKind (v: unknown): 'image' | 'text' | 'other' | undefined {
+  if (typeof v !== 'string' || !/^data:/i.test(v)) return undefined
+  const end = v.search(/[;,]/)
+  return mimeKind(v.slice(5, end === -1 ? undefined : end))
+}
+
+/** What an inline medium in one part costs to bound: an image's item price, the context window, or nothing (text). */
+export type InlineMedia = 'image' | 'unbounded' | null
+
+const inlineOf = (kind: 'image' | 'text' | 'other' | undefined): InlineMedia => kind === undefined || kind === 'text' ? null : kind === 'image' ? 'image' : 'unbounded'
+
+/** The inline (base64) medium of one content part or block, if any. */
+export function inlineMedia (part: unknown): InlineMedia {
+  if (!isRecord(part)) return null
+  switch (part.type) {
+    case 'image_url': {
+      const image = part.image_url
+      return inlineOf(dataUrlKind(isRecord(image) ? image.url : image))
+    }
+    case 'input_image': return inlineOf(dataUrlKind(part.image_url))
+    // A chat `file` part's file_data, a responses input_file's: a document in the body.
+    case 'file': return typeof fieldOf(part.file, 'file_data') === 'string' ? 'unbounded' : null
+    case 'input_file': return typeof part.file_data === 'string' ? 'unbounded' : null
+  }
+  const source = part.source
+  if (isRecord(source)) return source.type === 'base64' ? inlineOf(mimeKind(source.media_type)) : null
+  const inline = part.inlineData ?? part.inline_data
+  if (!isRecord(inline)) return null
+  return inlineOf(mimeKind(inline.mimeType ?? inline.mime_type))
+}
+
+/** Items in a list of parts, and in the content of the tool results and content documents among them (one level). */
 function countParts (parts: unknown, counts: (part: unknown) => boolean): number {
   let n = 0
   for (const part of listAt(parts)) {
     if (counts(part)) n++
     else if (fieldOf(part, 'type') === 'tool_result') {
       for (const inner of listAt(fieldOf(part, 'content'))) if (counts(inner)) n++
+    } else if (fieldOf(fieldOf(part, 'source'), 'type') === 'content') {
+      for (const inner of listAt(fieldOf(fieldOf(part, 'source'), 'content'))) if (counts(inner)) n++
     }
   }
   return n
@@ -100,16 +148,35 @@ export function countFileReferences (body: Json): number {
   return countAll(body, isFileReference)
 }
 
-/** Both counts in one walk (the hold's: a request of plain text parts pays one pass over its parts). */
-export function countReferencedMedia (body: Json): { urls: number, files: number } {
+/** Media a body references or carries inline, by what bounds it (hold.ts). */
+export interface MediaCounts {
+  /** Media by URL: the context window, and each its `url_media_item`. */
+  readonly urls: number
+  /** Media by uploaded file id: the context window. */
+  readonly files: number
+  /** Inline images: each its `url_media_item` (one image's most), besides its bytes. */
+  readonly inlineImages: number
+  /** Inline documents, video, audio: the context window. */
+  readonly inlineUnbounded: number
+}
+
+/** Every count in one walk (the hold's: a request of plain text parts pays one pass over its parts). */
+export function countReferencedMedia (body: Json): MediaCounts {
   let urls = 0
   let files = 0
+  let inlineImages = 0
+  let inlineUnbounded = 0
   countAll(body, (part) => {
     if (isUrlMedia(part)) urls++
     else if (isFileReference(part)) files++
+    else {
+      const inline = inlineMedia(part)
+      if (inline === 'image') inlineImages++
+      else if (inline === 'unbounded') inlineUnbounded++
+    }
     return false
   })
-  return { urls, files }
+  return { urls, files, inlineImages, inlineUnbounded }
 }
 
 /** What the hold adds for `items` media items sent by URL: 0 when the model declares no price. */

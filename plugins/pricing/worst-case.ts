@@ -28,7 +28,9 @@
 // audioSeconds  per uploaded file, the larger of what its header claims and what its bytes allow
 //               (audio-bound.ts: the WAV decoder's arithmetic, every FLAC or MP3 frame in the
 //               file, else size / 1000 s at 8 kbit/s); the body size bound when there is no file.
-// calls, jobs   1.
+// calls         1.
+// jobs          the job's units (`jobUnits`: the product of the operation's `bounds.job_units`,
+//               video seconds × videos, from operations/billable-parameters.ts), else 1.
 // Integer fields are clamped to Number.MAX_SAFE_INTEGER.
 import type { PriceConfig } from '../config/types.js'
 import type { CompiledPrice } from './compile.js'
@@ -70,6 +72,8 @@ export interface WorstCaseInput {
   inputPasses?: number
   /** The features the request uses, at the uses the hold counts. */
   features?: Readonly<Record<string, FeatureUsage>>
+  /** A job's billed units (seconds × videos); 1 when absent. */
+  jobUnits?: number
 }
 
 /** A positive safe integer, from a JSON number or a multipart field of digits; else undefined. */
@@ -142,7 +146,7 @@ export function worstCaseUsage (input: WorstCaseInput): Usage {
     audioSeconds: millis / 1000,
     characters,
     calls: 1,
-    jobs: 1,
+    jobs: input.jobUnits ?? 1,
     reported: false,
     ...(input.features === undefined ? {} : { features: input.features })
   }

@@ -9,6 +9,7 @@ import type { Usage } from '../pricing/usage-types.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
 import { applyBodyRules } from '../request/body-rules.js'
+import { applyCapEdits } from '../request/uses-caps.js'
 import { rewriteJsonModel } from '../request/json-model.js'
 import { rewriteMultipartModel } from '../request/multipart-model.js'
 import {
@@ -48,7 +49,10 @@ function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer
   if (!model) return body.raw
   if (body.kind === 'json') {
     const rules = model.bodyRules.get(ctx.plan.operation)
-    const raw = rules === undefined ? body.raw : applyBodyRules(body.raw, rules) ?? body.raw
+    const ruled = rules === undefined ? body.raw : applyBodyRules(body.raw, rules) ?? body.raw
+    // The hosted tools' uses caps the hold counted and the request left unset (features plugin).
+    const edits = ctx.state.capEdits
+    const raw = edits == null ? ruled : applyCapEdits(ruled, edits) ?? ruled
     if (typeof body.json.model !== 'string') return raw
     return rewriteJsonModel(raw, model.upstreamModel) ??
       Buffer.from(JSON.stringify({ ...body.json, model: model.upstreamModel }))

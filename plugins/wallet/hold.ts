@@ -3,10 +3,10 @@ import { gatewayError } from '../errors/index.js'
 import { authOf } from '../auth/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
-import { inputPasses, referencedMedia, worstFeatures } from '../operations/index.js'
+import { inputPasses, jobUnits, referencedMedia, worstFeatures } from '../operations/index.js'
 import { costOf } from '../pricing/cost.js'
 import { urlMediaHold } from '../pricing/url-media.js'
-import { featuresAtWorst, worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
+import { featuresAtWorst, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 import type { CapRefusal, HoldCaps } from '../store/ledger/caps.js'
 import type { ApiKeyRecord } from '../store/types.js'
@@ -51,7 +51,8 @@ export function worstCaseCost (ctx: RequestContext, model: CompiledModel): bigin
 function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, images: number } {
   const body = ctx.body
   const uses = ctx.state.features ?? []
-  const passes = inputPasses(uses, referencedMedia(ctx, model))
+  const media = referencedMedia(ctx, model)
+  const passes = inputPasses(uses, media)
   // The features plugin refuses this in resolve; a pipeline built without it must not hold less.
   if (passes !== undefined && model.contextWindow === undefined) throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { detail: 'The request makes the provider read input the gateway cannot count, and this model declares no context window to bound it.' })
   const declared = worstFeatures(uses)
@@ -68,12 +69,13 @@ function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, 
     ...(body?.kind === 'multipart' ? { multipart: { fields: body.summary.fields, files: body.summary.files } } : {}),
     bodyBytes: body?.raw.length ?? 0,
     ...(passes === undefined ? {} : { inputPasses: passes }),
-    ...(features === undefined ? {} : { features })
+    ...(features === undefined ? {} : { features }),
+    ...(ctx.plan.op.bounds.jobUnits.length === 0 ? {} : { jobUnits: jobUnits(ctx.plan.op, body) })
   }
-  // The URL items' own price (url_media_item) only for models that declare one.
-  const media = model.price.urlMediaItem === undefined ? 0n : urlMediaHold(model.price, ctx.state.referencedMedia?.urls ?? worstCaseUrlMedia(input))
+  // Each URL item and inline image adds one image's most (url_media_item), for models that declare it.
+  const items = urlMediaHold(model.price, media.urls + media.inlineImages)
   const usage = worstCaseUsage(input)
-  return { cost: costOf(model.price, usage) + media, images: ctx.plan.op.meter.kind === 'images' ? usage.images : 0 }
+  return { cost: costOf(model.price, usage) + items, images: ctx.plan.op.meter.kind === 'images' ? usage.images : 0 }
 }
 
 /** The caps a key's hold is checked against, or undefined for a key without any (no extra statement). */

@@ -8,7 +8,8 @@ import { startTestGateway, type Backend, type TestGateway } from './gateway.js'
 import { ledgerState, priceOf } from './billing.js'
 import { createVideo, jobsOf, jobsTestConfig, type Created } from './jobs.js'
 
-const PRICE = priceOf('openai/sora-2').unitPrice ?? 0n
+/** A job's price: sora-2 is priced per second, and these jobs ask for 4 seconds. */
+const PRICE = (priceOf('openai/sora-2').unitPrice ?? 0n) * 4n
 const SUCCEED = { 'x-mock-job': 'complete', 'x-mock-job-polls': '1' }
 const FAIL = { 'x-mock-job': 'fail', 'x-mock-job-polls': '1' }
 // Never ends upstream: only the max age ends it.
