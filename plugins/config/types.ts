@@ -418,14 +418,19 @@ export interface OperationBoundsConfig {
    * The count is a number of images: it is billed per image and capped by the model's max_images.
    */
   count_is_images: boolean
-  /** A job's billed units: the product of these parameters (video seconds × videos), each defaulted. */
-  job_units: JobUnitConfig[]
-}
-
-/** One factor of a job's billed units: a body parameter and the provider's default for it. */
-export interface JobUnitConfig {
-  param: string
-  default: number
+  /**
+   * For a job-metered operation: the body parameters whose product is the job's billed units (a video's seconds, the videos asked for), each with the provider's default when absent. A job is held and charged units × the model's unit_price (then a price per second of video). A value must be a positive integer (a JSON number or a string of decimal digits, as Sora's `seconds` is), else REQUEST_INVALID.
+   */
+  job_units: {
+    /**
+     * The body parameter (also a multipart form field of that name).
+     */
+    param: string
+    /**
+     * The units when the request does not send the parameter: the provider's default.
+     */
+    default: number
+  }[]
 }
 /**
  * One body feature or query value that changes what the provider charges. A request that uses it is refused with MODEL_PARAMETER_UNSUPPORTED (before anything is held) unless the target model's `pricing.features` prices it (or the operation's `default` allows it).
@@ -450,7 +455,7 @@ export interface FeatureMatchConfig {
    */
   list?: string
   /**
-   * With `list`: the entry field compared with `values` (e.g. `type`).
+   * With `list`: the entry field compared with `values` (e.g. `type`; a dotted path reaches into the entry, e.g. `container.memory_limit`).
    */
   field?: string
   /**
@@ -538,7 +543,7 @@ export interface ToolListConfig {
    */
   list: string
   /**
-   * The entry field whose value is checked (e.g. type); absent: every key of the entry is checked.
+   * The entry field whose value is checked (e.g. type; a dotted path reaches into the entry, e.g. container.memory_limit; an object or list there is not checked); absent: every key of the entry is checked.
    */
   field?: string
   /**
