@@ -132,7 +132,7 @@ export interface ServerConfig {
    */
   headers_timeout_ms: number
   /**
-   * A connection on which no byte moves either way for this many ms is closed (Fastify `connectionTimeout`); keep it above the providers' `timeout_ms` and `body_timeout_ms`.
+   * A connection on which no byte moves either way for this many ms is closed (Fastify `connectionTimeout`); keep it above the providers' `timeout_ms` and `body_timeout_ms`. A request waiting for a non-streamed answer gets its answer_timeout_ms plus 10 s on its own connection instead.
    */
   connection_idle_timeout_ms: number
   /**
@@ -275,6 +275,10 @@ export interface RouteConfig {
    * Longest time the client waits for the upstream's first byte (its response headers, all fallbacks included), ms: past it the upstream call is cancelled, nothing is billed and the client gets REQUEST_TIMEOUT (408). Unset: only the providers' own timeouts apply.
    */
   first_byte_timeout_ms?: number
+  /**
+   * This route's bound on the wait for a non-streamed answer's first byte (the whole generation), ms; overrides the providers' answer_timeout_ms (e.g. longer for image or video routes). PROVIDER_TIMEOUT when exceeded.
+   */
+  answer_timeout_ms?: number
   /**
    * This route's request body cap in bytes, for every body kind; overrides `server.json_body_limit_bytes` and `server.body_limit_bytes`.
    */
@@ -572,9 +576,13 @@ export interface ProviderConfig {
     [k: string]: string
   }
   /**
-   * Time to the first response byte, in ms (PROVIDER_TIMEOUT when exceeded).
+   * Time to the first response byte of a streamed request (the first event comes as soon as generation starts), in ms (PROVIDER_TIMEOUT when exceeded); a non-streamed answer waits answer_timeout_ms.
    */
   timeout_ms: number
+  /**
+   * Time to the first response byte of a request whose answer is not streamed, in ms (PROVIDER_TIMEOUT when exceeded). A provider sends a non-streamed answer's headers only once the whole answer is generated, so this bounds the generation itself: reasoning models, long outputs, image and video requests. A streamed request waits timeout_ms. A route's answer_timeout_ms overrides it. Such a timeout is not retried on another member or fallback: the provider may still be generating (and billing) the first.
+   */
+  answer_timeout_ms: number
   /**
    * Largest idle time between two response body chunks, in ms.
    */

@@ -6,7 +6,7 @@ import type { Jobs } from '../jobs/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import { audioDurationBound } from '../pricing/audio-bound.js'
 import type { Usage } from '../pricing/usage-types.js'
-import type { Outcome, RequestContext } from '../pipeline/context.js'
+import { answersAsStream, type Outcome, type RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
 import { applyBodyRules } from '../request/body-rules.js'
 import { applyCapEdits } from '../request/uses-caps.js'
@@ -34,6 +34,36 @@ export interface ForwardDeps {
   retry: RetryPolicy
   /** Asynchronous jobs: a poll's or download's upstream target, a create's or poll's answer. */
   jobs?: Jobs
+}
+
+/**
+ * Meters whose answer the provider generates during the call: not streamed, its first byte comes
+ * only once the whole answer exists, so the wait for it is bounded by answer_timeout_ms.
+ */
+const GENERATES: ReadonlySet<string> = new Set(['tokens', 'images', 'transcription', 'speech'])
+
+/** Headroom of the client's socket idle bound over a non-streamed answer's wait. */
+const CLIENT_IDLE_HEADROOM_MS = 10_000
+
+/**
+ * The wait for the response headers of one attempt at `provider`: its answer_timeout_ms (or the
+ * route's) when the answer is generated whole before its first byte, else its timeout_ms.
+ */
+function headersWaitMs (ctx: RequestContext, provider: CompiledProvider, wholeAnswer: boolean): number {
+  return wholeAnswer ? ctx.plan.answerTimeoutMs ?? provider.answerTimeoutMs : provider.timeoutMs
+}
+
+/**
+ * A non-streamed answer's wait moves no byte on the client's connection: its idle bound
+ * (server.connection_idle_timeout_ms) would cut a client whose answer is still being generated.
+ * This request's socket gets the wait plus headroom; Node sets the keep-alive bound once the
+ * answer is written.
+ */
+function keepClientThroughWait (req: FastifyRequest, waitMs: number): void {
+  const socket = req.raw.socket as (typeof req.raw.socket & { timeout?: number }) | null
+  if (socket === null || socket.destroyed) return
+  const idle = socket.timeout ?? 0
+  if (idle > 0 && idle < waitMs + CLIENT_IDLE_HEADROOM_MS) socket.setTimeout(waitMs + CLIENT_IDLE_HEADROOM_MS)
 }
 
 /** Failures before the first byte after which the next fallback model is tried. */
@@ -155,6 +185,7 @@ async function withDeadline (deps: ForwardDeps, ctx: RequestContext, req: Fastif
 async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl, deadline: FirstByteDeadline | null): Promise<void> {
   const res = reply.raw
   const primary = ctx.model
+  const wholeAnswer = GENERATES.has(ctx.plan.op.meter.kind) && !answersAsStream(ctx)
   const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
   let lastError: GatewayError | null = null
   for (let i = 0; i < candidates.length; i++) {
@@ -194,6 +225,8 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
         throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
       }
       const dispatchedAt = process.hrtime.bigint()
+      const waitMs = headersWaitMs(ctx, provider, wholeAnswer)
+      if (wholeAnswer) keepClientThroughWait(req, waitMs)
       let upstream: Dispatcher.ResponseData
       try {
         upstream = await callUpstream(deps.upstreams.dispatcher, {
@@ -201,6 +234,7 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
           method: ctx.plan.method,
           path: jobTarget ? provider.basePath + jobTarget.path : upstreamPath(ctx, provider, target.template, target.model),
           headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
+          headersTimeoutMs: waitMs,
           body,
           ...(deadline !== null ? { signal: deadline.signal } : {})
         })
@@ -211,6 +245,14 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
           throw err
         }
         const mapped = mapUpstreamFailure(err, false)
+        if (wholeAnswer && mapped.code === 'PROVIDER_TIMEOUT') {
+          // The provider may still be generating this answer, and billing the operator for it:
+          // another member or a fallback would generate (and bill) it again, and one tenant's
+          // long answers say nothing of the member's health. Not billed to the tenant (no answer).
+          provider.health.released()
+          req.log.warn({ provider: provider.name, code: mapped.code, timeoutMs: waitMs }, 'non-streamed answer not finished in time; call cancelled')
+          throw gatewayError('PROVIDER_TIMEOUT', { detail: `The provider did not finish the answer within ${waitMs} ms; a long answer can be streamed.`, cause: err })
+        }
         req.log.warn({ provider: provider.name, code: mapped.code, cause: (err as Error)?.message }, 'upstream request failed')
         if (countsAgainstMember(mapped.code)) provider.health.failed(Date.now(), mapped.code)
         else provider.health.released()
