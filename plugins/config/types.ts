@@ -451,7 +451,7 @@ export interface FeatureConfig {
   default?: 'refused' | 'allowed'
 }
 /**
- * How a request is seen to use the feature: `list` + `field` + `values` (an entry of a body list whose field has one of the values, e.g. tools[].type), `list` + `keys` (an entry of a body list that has one of the keys, e.g. genai tools[].googleSearch), `param` (+ optional `values`: a body parameter present and not null, or equal to one of the values) or `query` (+ optional `values`: a query parameter present, or equal to one of the values).
+ * How a request is seen to use the feature: `list` + `field` + `values` (an entry of a body list whose field has one of the values, e.g. tools[].type), `list` + `keys` (an entry of a body list that has one of the keys, e.g. genai tools[].googleSearch), `param` (+ optional `values`: a body parameter present and not null, or equal to one of the values), `file_references: true` (a stored file named by its id) or `query` (+ optional `values`: a query parameter present, or equal to one of the values).
  */
 export interface FeatureMatchConfig {
   /**
@@ -476,6 +476,10 @@ export interface FeatureMatchConfig {
    * Items: A body parameter: a top-level key (also read from a multipart form field of that name) or a dotted path into nested JSON objects.
    */
   param?: string[]
+  /**
+   * true: a file stored at the provider named by its id anywhere the wire formats take one (chat file.file_id, responses input_file / input_image file_id, messages source type file and container_upload, GenAI fileData.fileUri naming the Files API, a code interpreter container's file_ids, an image edit's file_id; plugins/pricing/url-media.ts, fileReferencePaths) marks the feature; `param` names the first such field.
+   */
+  file_references?: true
   /**
    * A query parameter name (lower-case) that marks the feature.
    */
