@@ -596,7 +596,7 @@ export interface ProviderConfig {
    */
   connect_timeout_ms: number
   /**
-   * When a streaming client leaves: false (default) cancels the upstream request at once and bills what was produced (the upstream's usage if it arrived, else an estimate from the relayed output and the input, marked estimated); true keeps reading the upstream for up to server.drain_timeout_ms for its exact usage, while the provider goes on generating text nobody reads.
+   * When a client leaves (a stream mid-answer, or a non-streamed request before its answer came): false (default) cancels the upstream request at once and bills what was produced (the upstream's usage if it arrived, else an estimate from the relayed output and the input, marked estimated); true keeps reading (or awaiting) the upstream for up to server.drain_timeout_ms from the moment the client left, for its exact usage, while the provider goes on generating text nobody reads. A job create is always read (its job may exist).
    */
   drain_on_disconnect: boolean
   /**

@@ -18,6 +18,7 @@ import {
 } from './forward.js'
 import type { CompiledPool, CompiledProvider, Upstreams } from './providers.js'
 import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
+import { AnswerWait } from './answer-wait.js'
 import { estimateFacts } from './estimate-facts.js'
 import { FirstByteDeadline } from './first-byte.js'
 import { relay, relayOutcome, type RelayEnd } from './relay.js'
@@ -227,6 +228,10 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
       const dispatchedAt = process.hrtime.bigint()
       const waitMs = headersWaitMs(ctx, provider, wholeAnswer)
       if (wholeAnswer) keepClientThroughWait(req, waitMs)
+      // A client that leaves during a non-streamed answer's wait follows the provider's
+      // disconnect policy (answer-wait.ts); a stream's relay does so once its headers come.
+      const wait = wholeAnswer ? new AnswerWait(res, provider.drainOnDisconnect ? deps.drainTimeoutMs : 0, deadline?.signal) : null
+      const signal = wait?.signal ?? deadline?.signal
       let upstream: Dispatcher.ResponseData
       try {
         upstream = await callUpstream(deps.upstreams.dispatcher, {
@@ -236,9 +241,16 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
           headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
           headersTimeoutMs: waitMs,
           body,
-          ...(deadline !== null ? { signal: deadline.signal } : {})
+          ...(signal !== undefined ? { signal } : {})
         })
       } catch (err) {
+        wait?.stop()
+        if (wait?.cancelled === true) {
+          // The client left and the call was cancelled (at once, or past the drain window).
+          provider.health.released()
+          leftBeforeAnswer(ctx, reply, control, dispatchedAt)
+          return
+        }
         // Past the route's first-byte deadline: no other member is tried (see withDeadline).
         if (deadline?.expired === true) {
           provider.health.released()
@@ -261,6 +273,7 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
         if (mapped.code === 'MODEL_UNAVAILABLE' || mapped.code === 'PROVIDER_TIMEOUT') continue
         break
       }
+      wait?.stop()
       const status = upstream.statusCode
       const statusError = status >= 400 ? upstreamStatusError(status, upstream.headers['retry-after']) : null
       if (statusError !== null) {
@@ -276,7 +289,9 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
       provider.health.succeeded()
       // A usable answer began: the first-byte deadline no longer applies (it would cut the body).
       deadline?.clear()
-      const jobAnswer = relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt)
+      // A client that left during the wait is read for what is left of its drain window.
+      const drainMs = provider.drainOnDisconnect ? wait?.remainingDrainMs() ?? deps.drainTimeoutMs : 0
+      const jobAnswer = relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt, drainMs)
       if (jobAnswer !== undefined) await jobAnswer
       return
     }
@@ -290,6 +305,27 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
     break
   }
   throw lastError ?? gatewayError('MODEL_UNAVAILABLE')
+}
+
+/**
+ * A non-streamed request whose client left before the answer came, and whose call was then
+ * cancelled (answer-wait.ts): settled like a stream cancelled before any output, on the
+ * estimate (the input, and the output only where the model may have reasoned unseen), marked
+ * estimated. Nothing is sent (the client is gone); status 499 in the request log.
+ */
+function leftBeforeAnswer (ctx: RequestContext, reply: FastifyReply, control: ForwardControl, dispatchedAt: bigint): void {
+  reply.hijack()
+  const now = process.hrtime.bigint()
+  const meter = meterFor(ctx, ctx.model, false, 200, false)
+  control.end({
+    kind: 'client_disconnected',
+    errorCode: 'REQUEST_CLIENT_DISCONNECTED',
+    httpStatus: 499,
+    answeredModel: ctx.model,
+    upstreamMs: ms(dispatchedAt, now),
+    usage: meter.finish(),
+    overheadMs: ms(ctx.handledAt, dispatchedAt)
+  })
 }
 
 /** The contract's error headers on a relayed upstream refusal (X-Request-ID and X-Gateway-Billed are set already). */
@@ -309,7 +345,8 @@ function addErrorHeaders (own: Record<string, string>, catalogue: Catalogue, cod
  */
 function relayAnswer (
   deps: ForwardDeps, ctx: RequestContext, reply: FastifyReply, control: ForwardControl,
-  upstream: Dispatcher.ResponseData, provider: CompiledProvider, primary: CompiledModel | null, filter: boolean, dispatchedAt: bigint
+  upstream: Dispatcher.ResponseData, provider: CompiledProvider, primary: CompiledModel | null, filter: boolean, dispatchedAt: bigint,
+  drainMs: number
 ): Promise<void> | undefined {
   const res = reply.raw
   const headersAt = process.hrtime.bigint()
@@ -366,7 +403,7 @@ function relayAnswer (
     body: upstream.body,
     sse,
     // By default a client that leaves cancels its upstream at once (billed for what was produced).
-    drainTimeoutMs: provider.drainOnDisconnect ? deps.drainTimeoutMs : 0,
+    drainTimeoutMs: drainMs,
     writeStallMs: deps.writeStallMs,
     // Destroying the body aborts the upstream request (undici closes its connection).
     abortUpstream: () => { upstream.body.destroy() },
