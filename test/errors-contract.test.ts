@@ -175,6 +175,8 @@ const strictConfig = writeTestConfig((c) => {
   c.server.body_limit_bytes = 1024
   providerOf(c, 'openai').timeout_ms = 300
   providerOf(c, 'anthropic').timeout_ms = 300
+  providerOf(c, 'openai').answer_timeout_ms = 300
+  providerOf(c, 'anthropic').answer_timeout_ms = 300
   const flash = modelOf(c, 'genai/gemini-2.5-flash')
   c.models.push({ ...flash, id: 'genai/gemini-text', upstream_model: 'gemini-text-001', capabilities: [], fallbacks: [] })
   // Declarations of the admission concern (plugins/admission), on copies so the models above keep their behaviour.
@@ -708,7 +710,7 @@ t.test('capabilities: a model without vision, audio or video input', async (t) =
   })
 })
 
-t.test('PROVIDER_TIMEOUT: no response headers within the provider timeout_ms', async (t) => {
+t.test('PROVIDER_TIMEOUT: no response headers within the provider answer_timeout_ms (not streamed)', async (t) => {
   const slow = { 'x-mock-delay-ms': '5000' }
   await expectError(t, await post(`${strict.url}/v1/chat/completions`, chatBody('openai/gpt-4o-mini'), 'application/json', slow), 'chat', 'PROVIDER_TIMEOUT')
   await expectError(t, await post(`${strict.url}/v1/messages`, messagesBody('anthropic/claude-haiku-3.5'), 'application/json', slow), 'messages', 'PROVIDER_TIMEOUT')

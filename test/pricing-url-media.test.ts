@@ -5,7 +5,7 @@ import { boundsOf } from './helpers/operations.js'
 import { checkConfig } from '../plugins/config/index.js'
 import { compilePrice } from '../plugins/pricing/compile.js'
 import { costOf } from '../plugins/pricing/cost.js'
-import { countReferencedMedia, countUrlMedia, urlMediaHold } from '../plugins/pricing/url-media.js'
+import { countFileReferences, countReferencedMedia, countUrlMedia, fileReferencePaths, isFilesApiUri, urlMediaHold } from '../plugins/pricing/url-media.js'
 import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../plugins/pricing/worst-case.js'
 import { modelOf, writeTestConfig } from './helpers/test-config.js'
 
@@ -62,10 +62,26 @@ t.test('messages: content blocks with a url source, also inside a tool result', 
   }), 3)
 })
 
-t.test('generate content: fileData.fileUri and file_data.file_uri, any scheme', async (t) => {
-  t.equal(countUrlMedia({
+t.test('generate content: fileData.fileUri and file_data.file_uri fetched by the provider (https, gs://, YouTube); a Files API URI is a file reference', async (t) => {
+  const body = {
     contents: [
       { role: 'user', parts: [{ text: 'describe' }, { fileData: { mimeType: 'video/mp4', fileUri: 'https://generativelanguage.googleapis.com/v1beta/files/abc' } }] },
+      { role: 'user', parts: [{ file_data: { mime_type: 'application/pdf', file_uri: 'gs://bucket/a.pdf' } }, { inlineData: { mimeType: 'image/png', data: 'AAAA' } }] }
+    ],
+    systemInstruction: { parts: [{ fileData: { fileUri: 'https://www.youtube.com/watch?v=x' } }, { fileData: { fileUri: 'files/xyz' } }] }
+  }
+  t.equal(countUrlMedia(body), 2, 'gs:// and YouTube')
+  t.equal(countFileReferences(body), 2, 'the Files API URI and the bare name')
+  t.same(fileReferencePaths(body, 5), ['contents[0].parts[1].fileData.fileUri', 'systemInstruction.parts[1].fileData.fileUri'])
+  for (const uri of ['files/a', ' files/a', 'FILES/a', 'https://GENERATIVELANGUAGE.googleapis.com/v1beta/files/a', 'https://generativelanguage.googleapis.com./files/a', 'https://u@generativelanguage.googleapis.com/files/a', 'https:\\\\generativelanguage.googleapis.com\\files\\a', 'https://eu.generativelanguage.googleapis.com/files/a']) {
+    t.ok(isFilesApiUri(uri), `${uri}: the Files API`)
+  }
+  for (const uri of ['https://example.com/files/a', 'gs://generativelanguage/files/a', 'https://www.youtube.com/watch?v=x', 'https://generativelanguage.googleapis.com.example.com/files/a', '']) {
+    t.notOk(isFilesApiUri(uri), `${JSON.stringify(uri)}: fetched, not stored`)
+  }
+  t.equal(countUrlMedia({
+    contents: [
+      { role: 'user', parts: [{ text: 'describe' }, { fileData: { mimeType: 'video/mp4', fileUri: 'https://example.com/a.mp4' } }] },
       { role: 'user', parts: [{ file_data: { mime_type: 'application/pdf', file_uri: 'gs://bucket/a.pdf' } }, { inlineData: { mimeType: 'image/png', data: 'AAAA' } }] }
     ],
     systemInstruction: { parts: [{ fileData: { fileUri: 'https://www.youtube.com/watch?v=x' } }] }

@@ -73,11 +73,12 @@ async function call (gw: TestGateway, family: Family, headers: Record<string, st
   return { status: res.status, header: (n) => res.headers.get(n), text: await res.text() }
 }
 
-/** Every provider of the config: short first-byte timeout, circuit breaking as given. */
+/** Every provider of the config: short first-byte and answer timeouts, circuit breaking as given. */
 function edit (upstream: Record<string, unknown>, baseUrl?: string): (c: RawConfig) => void {
   return (c) => {
     for (const p of Object.values(c.providers)) {
       p.timeout_ms = 400
+      p.answer_timeout_ms = 400
       if (baseUrl !== undefined) p.base_url = baseUrl
     }
     c.upstream = upstream

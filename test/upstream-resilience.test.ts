@@ -105,18 +105,22 @@ t.test('pool faults before the first byte are retried on the other member, at mo
   const gw = await startTestGateway({ configFile: cfg.file, env: { OPENAI_B_BASE_URL: mockB.url }, server: { random: () => 0 } })
   t.teardown(() => gw.close())
 
-  const faults: Array<{ name: string, fault: Parameters<MockUpstream['once']>[0] }> = [
+  // A stall is retried on a stream only: a non-streamed answer's wait (answer_timeout_ms) is the
+  // generation itself, never sent twice (test/upstream-answer-timeout.test.ts).
+  const faults: Array<{ name: string, fault: Parameters<MockUpstream['once']>[0], stream?: boolean }> = [
     { name: '500', fault: { status: 500 } },
     { name: '502', fault: { status: 502 } },
     { name: '503', fault: { status: 503 } },
     { name: '429', fault: { status: 429, retryAfter: 3 } },
-    { name: 'stall before the first byte (past timeout_ms)', fault: { delayMs: 2000 } }
+    { name: 'stall before a stream\'s first byte (past timeout_ms)', fault: { delayMs: 2000 }, stream: true }
   ]
   for (const f of faults) {
     gw.mock.reset()
     mockB.reset()
     gw.mock.once(f.fault)
-    const res = await chat(gw)
+    const res = f.stream === true
+      ? await fetch(gw.url + CHAT, { method: 'POST', headers: { 'content-type': 'application/json', ...gw.auth }, body: chatBody('openai/gpt-4o-mini', { stream: true }) })
+      : await chat(gw)
     t.equal(res.status, 200, `${f.name} on member a: answered`)
     t.equal(res.headers.get('x-gateway-model'), 'openai/gpt-4o-mini', `${f.name}: the model asked for (no fallback needed)`)
     await res.arrayBuffer()

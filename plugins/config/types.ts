@@ -132,7 +132,7 @@ export interface ServerConfig {
    */
   headers_timeout_ms: number
   /**
-   * A connection on which no byte moves either way for this many ms is closed (Fastify `connectionTimeout`); keep it above the providers' `timeout_ms` and `body_timeout_ms`.
+   * A connection on which no byte moves either way for this many ms is closed (Fastify `connectionTimeout`); keep it above the providers' `timeout_ms` and `body_timeout_ms`. A request waiting for a non-streamed answer gets its answer_timeout_ms plus 10 s on its own connection instead.
    */
   connection_idle_timeout_ms: number
   /**
@@ -275,6 +275,10 @@ export interface RouteConfig {
    * Longest time the client waits for the upstream's first byte (its response headers, all fallbacks included), ms: past it the upstream call is cancelled, nothing is billed and the client gets REQUEST_TIMEOUT (408). Unset: only the providers' own timeouts apply.
    */
   first_byte_timeout_ms?: number
+  /**
+   * This route's bound on the wait for a non-streamed answer's first byte (the whole generation), ms; overrides the providers' answer_timeout_ms (e.g. longer for image or video routes). PROVIDER_TIMEOUT when exceeded.
+   */
+  answer_timeout_ms?: number
   /**
    * This route's request body cap in bytes, for every body kind; overrides `server.json_body_limit_bytes` and `server.body_limit_bytes`.
    */
@@ -447,7 +451,7 @@ export interface FeatureConfig {
   default?: 'refused' | 'allowed'
 }
 /**
- * How a request is seen to use the feature: `list` + `field` + `values` (an entry of a body list whose field has one of the values, e.g. tools[].type), `list` + `keys` (an entry of a body list that has one of the keys, e.g. genai tools[].googleSearch), `param` (+ optional `values`: a body parameter present and not null, or equal to one of the values) or `query` (+ optional `values`: a query parameter present, or equal to one of the values).
+ * How a request is seen to use the feature: `list` + `field` + `values` (an entry of a body list whose field has one of the values, e.g. tools[].type), `list` + `keys` (an entry of a body list that has one of the keys, e.g. genai tools[].googleSearch), `param` (+ optional `values`: a body parameter present and not null, or equal to one of the values), `file_references: true` (a stored file named by its id) or `query` (+ optional `values`: a query parameter present, or equal to one of the values).
  */
 export interface FeatureMatchConfig {
   /**
@@ -472,6 +476,10 @@ export interface FeatureMatchConfig {
    * Items: A body parameter: a top-level key (also read from a multipart form field of that name) or a dotted path into nested JSON objects.
    */
   param?: string[]
+  /**
+   * true: a file stored at the provider named by its id anywhere the wire formats take one (chat file.file_id, responses input_file / input_image file_id, messages source type file and container_upload, GenAI fileData.fileUri naming the Files API, a code interpreter container's file_ids, an image edit's file_id; plugins/pricing/url-media.ts, fileReferencePaths) marks the feature; `param` names the first such field.
+   */
+  file_references?: true
   /**
    * A query parameter name (lower-case) that marks the feature.
    */
@@ -572,9 +580,13 @@ export interface ProviderConfig {
     [k: string]: string
   }
   /**
-   * Time to the first response byte, in ms (PROVIDER_TIMEOUT when exceeded).
+   * Time to the first response byte of a streamed request (the first event comes as soon as generation starts), in ms (PROVIDER_TIMEOUT when exceeded); a non-streamed answer waits answer_timeout_ms.
    */
   timeout_ms: number
+  /**
+   * Time to the first response byte of a request whose answer is not streamed, in ms (PROVIDER_TIMEOUT when exceeded). A provider sends a non-streamed answer's headers only once the whole answer is generated, so this bounds the generation itself: reasoning models, long outputs, image and video requests. A streamed request waits timeout_ms. A route's answer_timeout_ms overrides it. Such a timeout is not retried on another member or fallback: the provider may still be generating (and billing) the first.
+   */
+  answer_timeout_ms: number
   /**
    * Largest idle time between two response body chunks, in ms.
    */
@@ -584,7 +596,7 @@ export interface ProviderConfig {
    */
   connect_timeout_ms: number
   /**
-   * When a streaming client leaves: false (default) cancels the upstream request at once and bills what was produced (the upstream's usage if it arrived, else an estimate from the relayed output and the input, marked estimated); true keeps reading the upstream for up to server.drain_timeout_ms for its exact usage, while the provider goes on generating text nobody reads.
+   * When a client leaves (a stream mid-answer, or a non-streamed request before its answer came): false (default) cancels the upstream request at once and bills what was produced (the upstream's usage if it arrived, else an estimate from the relayed output and the input, marked estimated); true keeps reading (or awaiting) the upstream for up to server.drain_timeout_ms from the moment the client left, for its exact usage, while the provider goes on generating text nobody reads. A job create is always read (its job may exist).
    */
   drain_on_disconnect: boolean
   /**

@@ -38,6 +38,7 @@ export function createJobChecker (upstreams: Upstreams, routes: JobRoutes): JobC
           method: 'GET',
           path: provider.basePath + path,
           headers: { accept: 'application/json', 'accept-encoding': 'identity', ...provider.headers },
+          headersTimeoutMs: provider.timeoutMs,
           body: undefined
         })
         if (res.statusCode === 404) {

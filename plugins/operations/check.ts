@@ -11,8 +11,9 @@ const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 /** The form of a feature's match, or the problem with it. */
 function matchProblem (m: Record<string, unknown>): string | null {
-  const forms = [m.list !== undefined, m.param !== undefined, m.query !== undefined].filter(Boolean).length
-  if (forms !== 1) return 'match needs exactly one of list (with field and values, or keys), param or query'
+  const forms = [m.list !== undefined, m.param !== undefined, m.query !== undefined, m.file_references !== undefined].filter(Boolean).length
+  if (forms !== 1) return 'match needs exactly one of list (with field and values, or keys), param, query or file_references'
+  if (m.file_references !== undefined && m.values !== undefined) return 'a file_references match takes no values'
   if (m.list !== undefined) {
     if ((m.field === undefined) === (m.keys === undefined)) return 'a list match needs field (with values) or keys, not both'
     if (m.field !== undefined && m.values === undefined) return 'a list match by field needs the values that mark the feature'

@@ -56,6 +56,8 @@ export interface OperationFeatures {
   readonly lists: readonly ListScan[]
   readonly params: readonly ParamScan[]
   readonly queries: readonly QueryScan[]
+  /** The feature a file stored at the provider named by its id marks (`match: { file_references: true }`), or null. */
+  readonly fileReferences: CompiledFeature | null
   /** Query parameter → the only values forwarded (a parameter not here is not forwarded). */
   readonly query: ReadonlyMap<string, ReadonlySet<string>>
   /** False when there is nothing to look at: the request pays no walk at all. */
@@ -103,6 +105,7 @@ export function compileOperationFeatures (entry: Pick<OperationConfig, 'features
   }
   const params: ParamScan[] = []
   const queries: QueryScan[] = []
+  let fileReferences: CompiledFeature | null = null
   for (const [name, f] of Object.entries(entry.features ?? {})) {
     const feature = compileFeature(name, f)
     byName.set(name, feature)
@@ -115,6 +118,8 @@ export function compileOperationFeatures (entry: Pick<OperationConfig, 'features
       for (const k of m.keys) scan.features.set(k, feature)
     } else if (m.param !== undefined) {
       for (const p of m.param) params.push(Object.freeze({ path: pathOf(p), values: m.values === undefined ? null : new Set(m.values), feature }))
+    } else if (m.file_references === true) {
+      fileReferences = feature
     } else if (m.query !== undefined) {
       queries.push(Object.freeze({ name: m.query, values: m.values === undefined ? null : new Set(m.values.map(String)), feature }))
     }
@@ -130,6 +135,7 @@ export function compileOperationFeatures (entry: Pick<OperationConfig, 'features
     lists: Object.freeze(frozenLists),
     params: Object.freeze(params),
     queries: Object.freeze(queries),
+    fileReferences,
     query,
     any: byName.size > 0 || frozenLists.length > 0 || query.size > 0
   })

@@ -13,6 +13,7 @@
 import { gatewayError } from '../errors/index.js'
 import type { MatchValue } from '../config/types.js'
 import type { ParsedBody } from '../request/body.js'
+import { fileReferencePaths } from '../pricing/url-media.js'
 import { paramValue } from './billable-parameters.js'
 import type { CompiledFeature, ListScan, OperationFeatures } from './feature-compile.js'
 
@@ -155,6 +156,12 @@ export function detectFeatures (op: OperationFeatures, body: ParsedBody | undefi
       const u = p.feature.uses
       const uses = u === null ? 1 : (u.param === null ? undefined : usesCap(paramValue(body, u.param), u.param.name, multipart)) ?? u.default
       record(found, p.feature, p.path.name, uses)
+    }
+    // A file stored at the provider, named by its id: the operator's one provider account holds
+    // every account's files (and the operator's own), and the gateway does not know whose an id is.
+    if (op.fileReferences !== null && body.kind === 'json') {
+      const at = fileReferencePaths(body.json)[0]
+      if (at !== undefined) record(found, op.fileReferences, at, 1)
     }
   }
   return found.size === 0 ? NONE : Object.freeze([...found.values()].map((f) => Object.freeze(f)))

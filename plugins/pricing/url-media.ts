@@ -11,8 +11,8 @@
 //   genai       contents[].parts[] and systemInstruction.parts[]: `fileData.fileUri` /
 //               `file_data.file_uri`
 // A chat, responses or messages URL counts when it is http(s): a `data:` URL is bytes of the body,
-// already bounded by its size. A genai file URI counts whatever its scheme (Files API, gs://,
-// YouTube). Media referenced by an uploaded file id (chat `file.file_id`, responses
+// already bounded by its size. A genai file URI counts whatever its scheme (https, gs://,
+// YouTube), except one naming the Files API, which is a file reference (isFilesApiUri). Media referenced by an uploaded file id (chat `file.file_id`, responses
 // `input_file`/`input_image` `file_id`, messages `source: { type: 'file' }`) is counted apart by
 // countFileReferences: like URL media, the provider reads it and the body does not bound it, so
 // either makes the hold count the model's context window as input (plugins/wallet/hold.ts); only
@@ -41,6 +41,36 @@ function isRemote (v: unknown): boolean {
   return typeof v === 'string' && /^https?:\/\//i.test(v)
 }
 
+/**
+ * Whether a GenAI file URI names a file of the Gemini Files API, stored in the operator's one
+ * provider account (`files/abc`, `https://generativelanguage.googleapis.com/v1beta/files/abc`),
+ * rather than media the provider fetches (https, gs://, YouTube). Anything that is not an absolute
+ * URL is a name the provider resolves in its own store: a reference. The host is read as a
+ * browser reads it (WHATWG: case, backslashes, user info, a trailing dot).
+ */
+export function isFilesApiUri (uri: string): boolean {
+  const trimmed = uri.trim()
+  if (trimmed === '') return false
+  let url: URL
+  try {
+    url = new URL(trimmed)
+  } catch {
+    return true
+  }
+  const host = url.hostname.toLowerCase().replace(/\.+$/, '')
+  return host === 'generativelanguage.googleapis.com' || host.endsWith('.generativelanguage.googleapis.com')
+}
+
+/** A GenAI part's file URIs (either spelling of either key). */
+function genaiFileUris (part: Json): string[] {
+  const out: string[] = []
+  for (const file of [part.fileData, part.file_data]) {
+    if (!isRecord(file)) continue
+    for (const uri of [file.fileUri, file.file_uri]) if (typeof uri === 'string') out.push(uri)
+  }
+  return out
+}
+
 /** Whether one content part or block is a media item sent by URL. */
 function isUrlMedia (part: unknown): boolean {
   if (!isRecord(part)) return false
@@ -54,10 +84,8 @@ function isUrlMedia (part: unknown): boolean {
   }
   const source = part.source
   if (isRecord(source)) return source.type === 'url' && isRemote(source.url)
-  const file = part.fileData ?? part.file_data
-  if (!isRecord(file)) return false
-  const uri = file.fileUri ?? file.file_uri
-  return typeof uri === 'string' && uri !== ''
+  const uris = genaiFileUris(part)
+  return uris.some((uri) => uri.trim() !== '') && !uris.some(isFilesApiUri)
 }
 
 /** Whether one content part or block references an uploaded file by its id. */
@@ -69,8 +97,10 @@ function isFileReference (part: unknown): boolean {
     case 'input_file':
     case 'input_image': return id(part.file_id)
   }
+  if (part.type === 'container_upload') return id(part.file_id)
   const source = part.source
-  return isRecord(source) && source.type === 'file' && id(source.file_id)
+  if (isRecord(source)) return source.type === 'file' && id(source.file_id)
+  return genaiFileUris(part).some(isFilesApiUri)
 }
 
 /** A media type's kind: image, text, or other (documents, audio, video). */
@@ -183,4 +213,99 @@ export function countReferencedMedia (body: Json): MediaCounts {
 export function urlMediaHold (price: CompiledPrice, items: number): bigint {
   if (price.urlMediaItem === undefined || items <= 0) return 0n
   return price.urlMediaItem * BigInt(items)
+}
+
+/**
+ * Where a body names a file stored at the provider by its id, as request paths
+ * (`messages[0].content[1].file.file_id`), at most `limit`. Every place the wire formats take
+ * one: content parts (chat `file.file_id`, responses `input_file` / `input_image` `file_id` also
+ * in a function call's output, messages `source: { type: 'file' }` also in a tool result or a
+ * content document, and `container_upload`, GenAI `fileData.fileUri` naming the Files API in
+ * either spelling, also in a function response's parts), a responses `computer_call_output`
+ * screenshot, responses tools (a code interpreter container's `file_ids`, an image generation
+ * tool's `input_image_mask.file_id`), image edits (`images[].file_id`, `mask.file_id`) and Veo
+ * instances (a `video`, `image` or `lastFrame` whose URI names the Files API). Fixed paths
+ * only, like the counts above.
+ */
+export function fileReferencePaths (body: Json, limit = 1): string[] {
+  const out: string[] = []
+  const add = (path: string): boolean => { out.push(path); return out.length >= limit }
+  const fileField = (part: unknown): string | null => {
+    if (!isFileReference(part)) return null
+    const p = part as Json
+    if (p.type === 'file') return 'file.file_id'
+    if (p.type === 'input_file' || p.type === 'input_image' || p.type === 'container_upload') return 'file_id'
+    if (isRecord(p.source)) return 'source.file_id'
+    for (const key of ['fileData', 'file_data']) {
+      const file = p[key]
+      if (!isRecord(file)) continue
+      for (const uriKey of ['fileUri', 'file_uri']) {
+        const uri = file[uriKey]
+        if (typeof uri === 'string' && isFilesApiUri(uri)) return `${key}.${uriKey}`
+      }
+    }
+    return null
+  }
+  const parts = (list: unknown, at: string): boolean => {
+    const items = listAt(list)
+    for (let i = 0; i < items.length; i++) {
+      const part = items[i]
+      const here = `${at}[${i}]`
+      const field = fileField(part)
+      if (field !== null && add(`${here}.${field}`)) return true
+      if (!isRecord(part)) continue
+      if (part.type === 'tool_result' && parts(part.content, `${here}.content`)) return true
+      if (isRecord(part.source) && part.source.type === 'content' && parts(part.source.content, `${here}.source.content`)) return true
+      for (const key of ['functionResponse', 'function_response']) {
+        if (isRecord(part[key]) && parts((part[key] as Json).parts, `${here}.${key}.parts`)) return true
+      }
+    }
+    return false
+  }
+  const messages = listAt(body.messages)
+  for (let i = 0; i < messages.length; i++) if (parts(fieldOf(messages[i], 'content'), `messages[${i}].content`)) return out
+  const input = listAt(body.input)
+  for (let i = 0; i < input.length; i++) {
+    const item = input[i]
+    const field = fileField(item)
+    if (field !== null && add(`input[${i}].${field}`)) return out
+    if (parts(fieldOf(item, 'content'), `input[${i}].content`)) return out
+    const output = fieldOf(item, 'output')
+    if (parts(output, `input[${i}].output`)) return out
+    if (isRecord(output) && typeof output.file_id === 'string' && output.file_id !== '' && add(`input[${i}].output.file_id`)) return out
+  }
+  const contents = listAt(body.contents)
+  for (let i = 0; i < contents.length; i++) if (parts(fieldOf(contents[i], 'parts'), `contents[${i}].parts`)) return out
+  for (const key of ['systemInstruction', 'system_instruction']) {
+    if (parts(fieldOf(body[key], 'parts'), `${key}.parts`)) return out
+  }
+  const tools = listAt(body.tools)
+  for (let i = 0; i < tools.length; i++) {
+    const ids = fieldOf(fieldOf(tools[i], 'container'), 'file_ids')
+    if (Array.isArray(ids) && ids.length > 0 && add(`tools[${i}].container.file_ids`)) return out
+    const mask = fieldOf(fieldOf(tools[i], 'input_image_mask'), 'file_id')
+    if (typeof mask === 'string' && mask !== '' && add(`tools[${i}].input_image_mask.file_id`)) return out
+  }
+  const images = listAt(body.images)
+  for (let i = 0; i < images.length; i++) {
+    const id = fieldOf(images[i], 'file_id')
+    if (typeof id === 'string' && id !== '' && add(`images[${i}].file_id`)) return out
+  }
+  const mask = fieldOf(body.mask, 'file_id')
+  if (typeof mask === 'string' && mask !== '' && add('mask.file_id')) return out
+  const instances = listAt(body.instances)
+  for (let i = 0; i < instances.length; i++) {
+    const media: Array<[unknown, string]> = [['video', 'video'], ['image', 'image'], ['lastFrame', 'lastFrame'], ['last_frame', 'last_frame']]
+      .map(([k, name]) => [fieldOf(instances[i], k as string), `instances[${i}].${name as string}`])
+    const refs = listAt(fieldOf(instances[i], 'referenceImages') ?? fieldOf(instances[i], 'reference_images'))
+    for (let j = 0; j < refs.length; j++) media.push([fieldOf(refs[j], 'image'), `instances[${i}].referenceImages[${j}].image`])
+    for (const [m, at] of media) {
+      if (!isRecord(m)) continue
+      for (const key of ['uri', 'gcsUri', 'gcs_uri', 'fileUri', 'file_uri']) {
+        const v = m[key]
+        if (typeof v === 'string' && isFilesApiUri(v) && add(`${at}.${key}`)) return out
+      }
+    }
+  }
+  return out
 }

@@ -25,6 +25,8 @@ export interface RoutePlan {
   readonly deferredParams: readonly string[]
   /** Longest wait for the upstream's first byte before REQUEST_TIMEOUT (`first_byte_timeout_ms`); undefined: none. */
   readonly firstByteTimeoutMs: number | undefined
+  /** This route's bound on a non-streamed answer's first byte (`answer_timeout_ms`); undefined: the provider's. */
+  readonly answerTimeoutMs: number | undefined
 }
 
 /** One Fastify route: either a plain path with one plan, or a wildcard that dispatches on the rest of the URL. */
@@ -81,7 +83,8 @@ export function compileRoutes (config: GatewayConfig, operations: CompiledOperat
       modelInPath: r.path.includes('{model}'),
       bodyLimitBytes: r.body_limit_bytes,
       deferredParams: Object.freeze([...(r.deferred_params ?? [])]),
-      firstByteTimeoutMs: r.first_byte_timeout_ms
+      firstByteTimeoutMs: r.first_byte_timeout_ms,
+      answerTimeoutMs: r.answer_timeout_ms
     })
     plans.push(plan)
     for (const path of [r.path, ...(r.aliases ?? [])]) {

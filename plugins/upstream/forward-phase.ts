@@ -6,7 +6,7 @@ import type { Jobs } from '../jobs/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import { audioDurationBound } from '../pricing/audio-bound.js'
 import type { Usage } from '../pricing/usage-types.js'
-import type { Outcome, RequestContext } from '../pipeline/context.js'
+import { answersAsStream, type Outcome, type RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
 import { applyBodyRules } from '../request/body-rules.js'
 import { applyCapEdits } from '../request/uses-caps.js'
@@ -18,6 +18,7 @@ import {
 } from './forward.js'
 import type { CompiledPool, CompiledProvider, Upstreams } from './providers.js'
 import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
+import { AnswerWait } from './answer-wait.js'
 import { estimateFacts } from './estimate-facts.js'
 import { FirstByteDeadline } from './first-byte.js'
 import { relay, relayOutcome, type RelayEnd } from './relay.js'
@@ -34,6 +35,36 @@ export interface ForwardDeps {
   retry: RetryPolicy
   /** Asynchronous jobs: a poll's or download's upstream target, a create's or poll's answer. */
   jobs?: Jobs
+}
+
+/**
+ * Meters whose answer the provider generates during the call: not streamed, its first byte comes
+ * only once the whole answer exists, so the wait for it is bounded by answer_timeout_ms.
+ */
+const GENERATES: ReadonlySet<string> = new Set(['tokens', 'images', 'transcription', 'speech'])
+
+/** Headroom of the client's socket idle bound over a non-streamed answer's wait. */
+const CLIENT_IDLE_HEADROOM_MS = 10_000
+
+/**
+ * The wait for the response headers of one attempt at `provider`: its answer_timeout_ms (or the
+ * route's) when the answer is generated whole before its first byte, else its timeout_ms.
+ */
+function headersWaitMs (ctx: RequestContext, provider: CompiledProvider, wholeAnswer: boolean): number {
+  return wholeAnswer ? ctx.plan.answerTimeoutMs ?? provider.answerTimeoutMs : provider.timeoutMs
+}
+
+/**
+ * A non-streamed answer's wait moves no byte on the client's connection: its idle bound
+ * (server.connection_idle_timeout_ms) would cut a client whose answer is still being generated.
+ * This request's socket gets the wait plus headroom; Node sets the keep-alive bound once the
+ * answer is written.
+ */
+function keepClientThroughWait (req: FastifyRequest, waitMs: number): void {
+  const socket = req.raw.socket as (typeof req.raw.socket & { timeout?: number }) | null
+  if (socket === null || socket.destroyed) return
+  const idle = socket.timeout ?? 0
+  if (idle > 0 && idle < waitMs + CLIENT_IDLE_HEADROOM_MS) socket.setTimeout(waitMs + CLIENT_IDLE_HEADROOM_MS)
 }
 
 /** Failures before the first byte after which the next fallback model is tried. */
@@ -155,6 +186,7 @@ async function withDeadline (deps: ForwardDeps, ctx: RequestContext, req: Fastif
 async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl, deadline: FirstByteDeadline | null): Promise<void> {
   const res = reply.raw
   const primary = ctx.model
+  const wholeAnswer = GENERATES.has(ctx.plan.op.meter.kind) && !answersAsStream(ctx)
   const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
   let lastError: GatewayError | null = null
   for (let i = 0; i < candidates.length; i++) {
@@ -194,6 +226,12 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
         throw gatewayError('REQUEST_CLIENT_DISCONNECTED')
       }
       const dispatchedAt = process.hrtime.bigint()
+      const waitMs = headersWaitMs(ctx, provider, wholeAnswer)
+      if (wholeAnswer) keepClientThroughWait(req, waitMs)
+      // A client that leaves during a non-streamed answer's wait follows the provider's
+      // disconnect policy (answer-wait.ts); a stream's relay does so once its headers come.
+      const wait = wholeAnswer ? new AnswerWait(res, provider.drainOnDisconnect ? deps.drainTimeoutMs : 0, deadline?.signal) : null
+      const signal = wait?.signal ?? deadline?.signal
       let upstream: Dispatcher.ResponseData
       try {
         upstream = await callUpstream(deps.upstreams.dispatcher, {
@@ -201,16 +239,32 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
           method: ctx.plan.method,
           path: jobTarget ? provider.basePath + jobTarget.path : upstreamPath(ctx, provider, target.template, target.model),
           headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
+          headersTimeoutMs: waitMs,
           body,
-          ...(deadline !== null ? { signal: deadline.signal } : {})
+          ...(signal !== undefined ? { signal } : {})
         })
       } catch (err) {
+        wait?.stop()
+        if (wait?.cancelled === true) {
+          // The client left and the call was cancelled (at once, or past the drain window).
+          provider.health.released()
+          leftBeforeAnswer(ctx, reply, control, dispatchedAt)
+          return
+        }
         // Past the route's first-byte deadline: no other member is tried (see withDeadline).
         if (deadline?.expired === true) {
           provider.health.released()
           throw err
         }
         const mapped = mapUpstreamFailure(err, false)
+        if (wholeAnswer && mapped.code === 'PROVIDER_TIMEOUT') {
+          // The provider may still be generating this answer, and billing the operator for it:
+          // another member or a fallback would generate (and bill) it again, and one tenant's
+          // long answers say nothing of the member's health. Not billed to the tenant (no answer).
+          provider.health.released()
+          req.log.warn({ provider: provider.name, code: mapped.code, timeoutMs: waitMs }, 'non-streamed answer not finished in time; call cancelled')
+          throw gatewayError('PROVIDER_TIMEOUT', { detail: `The provider did not finish the answer within ${waitMs} ms; a long answer can be streamed.`, cause: err })
+        }
         req.log.warn({ provider: provider.name, code: mapped.code, cause: (err as Error)?.message }, 'upstream request failed')
         if (countsAgainstMember(mapped.code)) provider.health.failed(Date.now(), mapped.code)
         else provider.health.released()
@@ -219,6 +273,7 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
         if (mapped.code === 'MODEL_UNAVAILABLE' || mapped.code === 'PROVIDER_TIMEOUT') continue
         break
       }
+      wait?.stop()
       const status = upstream.statusCode
       const statusError = status >= 400 ? upstreamStatusError(status, upstream.headers['retry-after']) : null
       if (statusError !== null) {
@@ -234,7 +289,9 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
       provider.health.succeeded()
       // A usable answer began: the first-byte deadline no longer applies (it would cut the body).
       deadline?.clear()
-      const jobAnswer = relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt)
+      // A client that left during the wait is read for what is left of its drain window.
+      const drainMs = provider.drainOnDisconnect ? wait?.remainingDrainMs() ?? deps.drainTimeoutMs : 0
+      const jobAnswer = relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt, drainMs)
       if (jobAnswer !== undefined) await jobAnswer
       return
     }
@@ -248,6 +305,27 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
     break
   }
   throw lastError ?? gatewayError('MODEL_UNAVAILABLE')
+}
+
+/**
+ * A non-streamed request whose client left before the answer came, and whose call was then
+ * cancelled (answer-wait.ts): settled like a stream cancelled before any output, on the
+ * estimate (the input, and the output only where the model may have reasoned unseen), marked
+ * estimated. Nothing is sent (the client is gone); status 499 in the request log.
+ */
+function leftBeforeAnswer (ctx: RequestContext, reply: FastifyReply, control: ForwardControl, dispatchedAt: bigint): void {
+  reply.hijack()
+  const now = process.hrtime.bigint()
+  const meter = meterFor(ctx, ctx.model, false, 200, false)
+  control.end({
+    kind: 'client_disconnected',
+    errorCode: 'REQUEST_CLIENT_DISCONNECTED',
+    httpStatus: 499,
+    answeredModel: ctx.model,
+    upstreamMs: ms(dispatchedAt, now),
+    usage: meter.finish(),
+    overheadMs: ms(ctx.handledAt, dispatchedAt)
+  })
 }
 
 /** The contract's error headers on a relayed upstream refusal (X-Request-ID and X-Gateway-Billed are set already). */
@@ -267,7 +345,8 @@ function addErrorHeaders (own: Record<string, string>, catalogue: Catalogue, cod
  */
 function relayAnswer (
   deps: ForwardDeps, ctx: RequestContext, reply: FastifyReply, control: ForwardControl,
-  upstream: Dispatcher.ResponseData, provider: CompiledProvider, primary: CompiledModel | null, filter: boolean, dispatchedAt: bigint
+  upstream: Dispatcher.ResponseData, provider: CompiledProvider, primary: CompiledModel | null, filter: boolean, dispatchedAt: bigint,
+  drainMs: number
 ): Promise<void> | undefined {
   const res = reply.raw
   const headersAt = process.hrtime.bigint()
@@ -324,7 +403,7 @@ function relayAnswer (
     body: upstream.body,
     sse,
     // By default a client that leaves cancels its upstream at once (billed for what was produced).
-    drainTimeoutMs: provider.drainOnDisconnect ? deps.drainTimeoutMs : 0,
+    drainTimeoutMs: drainMs,
     writeStallMs: deps.writeStallMs,
     // Destroying the body aborts the upstream request (undici closes its connection).
     abortUpstream: () => { upstream.body.destroy() },

@@ -97,6 +97,8 @@ export interface UpstreamCall {
   path: string
   headers: Record<string, string | string[]>
   body: Buffer | undefined
+  /** The wait for the response headers, ms: the provider's timeout_ms, or its answer_timeout_ms for a non-streamed answer. */
+  headersTimeoutMs: number
   /** Cancels the call (the route's first-byte deadline). */
   signal?: AbortSignal
 }
@@ -108,7 +110,7 @@ export async function callUpstream (dispatcher: Dispatcher, call: UpstreamCall):
     method: call.method as Dispatcher.HttpMethod,
     headers: call.headers,
     body: call.body,
-    headersTimeout: call.provider.timeoutMs,
+    headersTimeout: call.headersTimeoutMs,
     bodyTimeout: call.provider.bodyTimeoutMs,
     ...(call.signal ? { signal: call.signal } : {})
   })

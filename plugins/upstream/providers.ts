@@ -9,7 +9,10 @@ export interface CompiledProvider {
   /** Path prefix of base_url (usually empty). */
   readonly basePath: string
   readonly headers: Readonly<Record<string, string>>
+  /** First byte of a streamed answer, or of a call that generates nothing (a poll, a download). */
   readonly timeoutMs: number
+  /** First byte of a non-streamed answer: the provider sends it once the whole answer is generated. */
+  readonly answerTimeoutMs: number
   readonly bodyTimeoutMs: number
   /** A streaming client that left: read on for usage (server.drain_timeout_ms) instead of cancelling. */
   readonly drainOnDisconnect: boolean
@@ -78,6 +81,7 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
       basePath: url.pathname.replace(/\/+$/, ''),
       headers: Object.freeze(Object.fromEntries(Object.entries(p.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]))),
       timeoutMs: p.timeout_ms,
+      answerTimeoutMs: p.answer_timeout_ms,
       bodyTimeoutMs: p.body_timeout_ms,
       drainOnDisconnect: p.drain_on_disconnect === true,
       healthCheckPath: p.health_check_path === undefined ? null : url.pathname.replace(/\/+$/, '') + p.health_check_path,

@@ -17,6 +17,14 @@ export function relayOutcome (end: RelayEnd): { kind: 'completed' | 'stream_inte
   }
 }
 
+/**
+ * Most bytes read from the upstream after the client left (a drain): enough for any answer's
+ * usage report (a non-streamed answer's comes at its end, after images in base64), and a bound
+ * on what one gone client makes the gateway download. Past it the upstream is aborted and the
+ * request settles on what was metered (an estimate).
+ */
+export const DRAIN_MAX_BYTES = 64 * 1024 * 1024
+
 /** Rewrites the bytes on their way to the client, chunk by chunk (see metering's usage filter). */
 export interface RelayFilter {
   push (chunk: Buffer): Buffer[]
@@ -58,7 +66,8 @@ export interface RelayOptions {
  * meters each chunk, filters it when needed and writes it, pausing the upstream while the
  * client's socket is full. A broken SSE stream ends with an error frame; a client that leaves
  * cancels the upstream at once (drainTimeoutMs 0), or, where the provider asks for the drain,
- * the upstream is read on for the usage it reports, but only for drainTimeoutMs.
+ * the upstream is read on for the usage it reports, but only for drainTimeoutMs and at most
+ * DRAIN_MAX_BYTES.
  *
  * The upstream, not the client, decides when the request ends: a client that keeps its socket
  * full for writeStallMs is cut and handled as one that left, so a paused upstream (whose body
@@ -73,6 +82,8 @@ export function relay (o: RelayOptions): void {
   // How a client that is gone left: on its own, or cut for stalling.
   let goneAs: RelayEnd = 'client_disconnected'
   let drainTimer: NodeJS.Timeout | undefined
+  // Bytes read since the client left (bounded by DRAIN_MAX_BYTES).
+  let drained = 0
   // Set while the upstream is paused on a full client socket.
   let waiting = false
   let stallTimer: NodeJS.Timeout | undefined
@@ -161,7 +172,14 @@ export function relay (o: RelayOptions): void {
   body.on('data', (chunk: Buffer) => {
     onChunk?.(chunk)
     const pieces = filter ? filter.push(chunk) : null
-    if (clientGone) return
+    if (clientGone) {
+      drained += chunk.length
+      if (drained > DRAIN_MAX_BYTES && !ended) {
+        finish(goneAs)
+        o.abortUpstream()
+      }
+      return
+    }
     let room = true
     if (pieces) {
       for (const piece of pieces) room = write(piece)

@@ -59,7 +59,9 @@ function billingDecision (ctx: RequestContext, outcome: Outcome, usage: Usage | 
   const hold = holdOf(ctx)
   if (!hold) return NOT_BILLED
   if (outcome.kind === 'refused' || outcome.kind === 'upstream_error') return NOT_BILLED
-  if (outcome.httpStatus >= 400) return NOT_BILLED
+  // An upstream refusal (4xx) is not billed; a client that left a non-streamed answer before it
+  // came (499: nothing sent) is billed its estimate, as one that left a stream before any output.
+  if (outcome.httpStatus >= 400 && outcome.kind !== 'client_disconnected') return NOT_BILLED
   // The provider broke its answer before producing anything: nothing was delivered to bill.
   if (outcome.kind === 'stream_interrupted' && !producedOutput(usage)) return NOT_BILLED
   if (ctx.plan.op.job?.role === 'create') return { status: 'PENDING', charge: 0n }
