@@ -6,5 +6,5 @@ import neostandard from 'neostandard'
 export default neostandard({
   ts: true,
   // Build output, benchmark builds and results, test run state and the embedded database.
-  ignores: ['dist/**', '.bench-build/**', 'node_modules/**', 'data/**', 'bench/results/**', '.tap/**']
+  ignores: ['dist/**', '.test-build/**', '.bench-build/**', 'node_modules/**', 'data/**', 'bench/results/**', '.tap/**']
 })

@@ -13,8 +13,9 @@ import { modelGateway, newRequestId } from '../plugins/gateway/index.js'
 import { type InvalidationMessage, lookupHash } from '../plugins/keys/index.js'
 import type { Store } from '../plugins/store/index.js'
 import { ManualClock, TEST_SECRET, sqliteTestBackend, testBackends } from './helpers/store.js'
+import { repoPath } from './helpers/paths.js'
 
-const REPO_CONFIG = new URL('../gateway.yaml', import.meta.url).pathname
+const REPO_CONFIG = repoPath('gateway.yaml')
 const { config } = loadConfig(REPO_CONFIG, {})
 const catalogue = compileCatalogue(config.errors, config.server)
 const TOKEN = 'admin-token-for-tests-0123456789'

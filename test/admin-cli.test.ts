@@ -3,8 +3,7 @@
 // (DATABASE_URL + DATABASE_SCHEMA), its JSON output parsed. Each spawn costs most of a
 // second, so the many refusal and usage cases run the same command functions in-process.
 import { spawn } from 'node:child_process'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { KEY_INVALIDATION_CHANNEL } from '../plugins/admin/index.js'
 import { accountsCommand, keysCommand } from '../plugins/admin/cli.js'
@@ -12,13 +11,14 @@ import type { CommandIo } from '../plugins/admin/cli-runtime.js'
 import { type InvalidationMessage, RedisInvalidationBus, lookupHash } from '../plugins/keys/index.js'
 import { builtCli } from './helpers/built-cli.js'
 import { TEST_DATABASE_URL, TEST_SECRET, type TestBackend, pgTestBackend, sqliteTestBackend } from './helpers/store.js'
+import { ROOT } from './helpers/paths.js'
 
 // CLI processes on both stores: the built CLI (dist/, as `npm start` runs it; built by `npm test`),
 // which starts in about half the time tsx needed (47 s for this file on a quiet machine with tsx,
 // 80 s on a loaded one). The file keeps room; no single command waits on anything unbounded.
 t.setTimeout(300_000)
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const root = ROOT
 const BIN = builtCli()
 const CONFIG = join(root, 'gateway.yaml')
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'

@@ -11,6 +11,7 @@ import { MultipartItemGuard } from '../plugins/request/body-guards.js'
 import { mockEnv, startTestGateway } from './helpers/gateway.js'
 import { modelOf, writeTestConfig } from './helpers/test-config.js'
 import { multipartBody, wavFile } from './helpers/wire.js'
+import { repoPath } from './helpers/paths.js'
 
 /** Feeds `body` to a fresh guard in chunks of `size`; the field refused, or null. */
 function feed (body: Buffer, boundary: string, caps: Record<string, number>, size: number): string | null {
@@ -128,7 +129,7 @@ t.test('a config that declares no refusal adds no hook: the checks cost nothing 
   }).file, mockEnv('http://127.0.0.1:9')).config
   const none = admissionPlugin(bare, compileModels(bare))
   t.same(Object.keys(none), ['name'], 'the repository gateway.yaml without its models\' facts declares none: a plugin with no hook at all')
-  const repo = loadConfig(new URL('../gateway.yaml', import.meta.url).pathname, mockEnv('http://127.0.0.1:9')).config
+  const repo = loadConfig(repoPath('gateway.yaml'), mockEnv('http://127.0.0.1:9')).config
   t.type(admissionPlugin(repo, compileModels(repo)).resolve, 'function', 'with them, the repository gateway.yaml checks context windows and tiers')
   const declared = loadConfig(writeTestConfig((c) => {
     const raw = c as unknown as { routes: Array<Record<string, unknown>> }

@@ -19,11 +19,16 @@ const DESCRIPTION = 'Looks up the current weather for a city, with wind, rain an
 const PARAMETERS = { type: 'object', properties: { city: { type: 'string', description: 'the city' } }, required: ['city'] }
 const SLOW = { 'x-mock-chunks': '200', 'x-mock-chunk-delay-ms': '50' }
 
-/** Streams until the AbortController fires 0.5 s after the request left; returns the request id. */
+/**
+ * Streams until the AbortController fires 0.5 s after the stream began (its response arrived; the
+ * provider sends 200 chunks over 10 s, so the client leaves mid-stream); returns the request id.
+ * Timed from the response, not from the request's start, so a slow machine cannot abort the
+ * request before it is answered.
+ */
 async function leaveAfterHalfASecond (start: (signal: AbortSignal) => Promise<{ requestId: string, iterate: () => Promise<void> }>): Promise<string> {
   const controller = new AbortController()
-  const timer = setTimeout(() => { controller.abort() }, 500)
   const { requestId, iterate } = await start(controller.signal)
+  const timer = setTimeout(() => { controller.abort() }, 500)
   await iterate().catch(() => {})
   clearTimeout(timer)
   return requestId

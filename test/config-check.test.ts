@@ -3,12 +3,12 @@
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { checkCommand, checkConfig, formatProblem, type CommandIo } from '../plugins/config/index.js'
 import { builtCli } from './helpers/built-cli.js'
+import { ROOT } from './helpers/paths.js'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const root = ROOT
 const fixtures = join(root, 'test', 'fixtures', 'config')
 const validDir = join(fixtures, 'valid')
 const invalidDir = join(fixtures, 'invalid')

@@ -4,10 +4,10 @@ import t from 'tap'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { ConfigError, checkConfig, expandString, formatProblem, loadConfig } from '../plugins/config/index.js'
+import { ROOT } from './helpers/paths.js'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const root = ROOT
 const valid = join(root, 'test', 'fixtures', 'config', 'valid')
 const minimal = join(valid, 'minimal.yaml')
 const withIncludes = join(valid, 'with-includes.yaml')

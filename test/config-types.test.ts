@@ -5,13 +5,13 @@
 import t from 'tap'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { loadConfig, readSchemas } from '../plugins/config/index.js'
 import { bundleSchemas, CONFIG_TYPES_PATH, configTypesModule, sectionTypeName } from '../plugins/docs/config-types.js'
 import { REPO_CONFIG } from './helpers/gateway.js'
+import { ROOT } from './helpers/paths.js'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const root = ROOT
 const schemas = readSchemas(join(root, 'schemas'))
 
 interface Property { file: string; pointer: string; name: string; schema: unknown }

@@ -3,11 +3,11 @@
 // facts the hold and the door checks read (plugins/models/facts-check.ts).
 import t from 'tap'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { checkCommand, loadConfig, type CommandIo } from '../plugins/config/index.js'
+import { repoPath } from './helpers/paths.js'
 
-const validDir = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'config', 'valid')
+const validDir = repoPath('test', 'fixtures', 'config', 'valid')
 
 async function runCheck (file: string): Promise<{ code: number, stdout: string, stderr: string }> {
   let stdout = ''

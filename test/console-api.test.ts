@@ -6,6 +6,7 @@ import { startTestGateway } from './helpers/gateway.js'
 import { writeTestConfig } from './helpers/test-config.js'
 import { consoleClient, PASSWORD, signedInClient, uniqueEmail } from './helpers/console.js'
 import { CONSOLE_ADMIN_TOKEN, expectCode } from './helpers/console-api-suite.js'
+import { repoPath } from './helpers/paths.js'
 
 t.test('closed sign-up, and a console turned off', async (t) => {
   const closed = writeTestConfig((c) => { (c as unknown as Record<string, Record<string, unknown>>).console = { signup: 'closed' } })
@@ -42,7 +43,7 @@ t.test('the page: strict CSP, no inline script, no secret', async (t) => {
     const text = await a.text()
     t.notOk(text.includes(gw.key) || text.includes('GATEWAY_SECRET'), `${asset}: no secret`)
   }
-  const source = readFileSync(new URL('../plugins/console/page/app.js', import.meta.url), 'utf8')
+  const source = readFileSync(repoPath('plugins', 'console', 'page', 'app.js'), 'utf8')
   t.notMatch(source, /innerHTML|insertAdjacentHTML|eval\(|new Function/, 'the script never parses server text as HTML or code')
 })
 

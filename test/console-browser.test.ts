@@ -5,16 +5,18 @@
 // and sign in with the new one, and see what the page says once code requests are throttled.
 // Screenshots: test/artifacts/console/.
 import { existsSync, mkdirSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { OpenAI } from 'openai'
 import { startTestGateway } from './helpers/gateway.js'
 import { outboxCode, PASSWORD, uniqueEmail } from './helpers/console.js'
+import { repoPath } from './helpers/paths.js'
 
 const NEW_PASSWORD = 'a new and longer passphrase 7'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const ADMIN_TOKEN = 'console-browser-admin-token-0123456789'
-const ARTIFACTS = new URL('./artifacts/console/', import.meta.url)
+const ARTIFACTS = pathToFileURL(repoPath('test', 'artifacts', 'console') + '/')
 
 if (!existsSync(CHROMIUM)) {
   t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y --no-install-recommends chromium, or set CHROMIUM_PATH): the console browser tests are skipped`)

@@ -1,14 +1,14 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import type { ErrorsConfig } from '../plugins/config/types.js'
 import { errorCodesModule, GENERATED_DOCS, GENERATED_FILES, renderDoc } from '../plugins/docs/generate.js'
 import { ERROR_CODES, LEGACY_ALIASES } from '../plugins/errors/index.js'
+import { repoPath } from './helpers/paths.js'
 
 t.test('the configuration reference and the error table match the schemas and the catalogue', async (t) => {
-  const read = (path: string): string => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
+  const read = (path: string): string => readFileSync(repoPath(path), 'utf8')
   for (const path of Object.keys(GENERATED_DOCS)) {
     const text = read(path)
     t.equal(text, renderDoc(path, text), `${path}: stale generated section: run \`npm run docs\``)
@@ -21,13 +21,13 @@ t.test('the configuration reference and the error table match the schemas and th
 t.test('every generated source file is what its generator writes today', async (t) => {
   t.ok(Object.keys(GENERATED_FILES).includes('plugins/errors/codes.ts'), 'the error codes are generated')
   for (const [path, generate] of Object.entries(GENERATED_FILES)) {
-    const onDisk = readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
+    const onDisk = readFileSync(repoPath(path), 'utf8')
     t.equal(onDisk, generate(), `${path} is stale: run \`npm run docs\``)
   }
 })
 
 t.test('the typed error codes are exactly the catalogue codes and legacy aliases, in order', async (t) => {
-  const { errors } = parse(readFileSync(new URL('../config/errors.yaml', import.meta.url), 'utf8')) as { errors: ErrorsConfig }
+  const { errors } = parse(readFileSync(repoPath('config', 'errors.yaml'), 'utf8')) as { errors: ErrorsConfig }
   t.strictSame([...ERROR_CODES], errors.catalogue.map((e) => e.code))
   t.strictSame(
     Object.entries(LEGACY_ALIASES),
@@ -37,7 +37,7 @@ t.test('the typed error codes are exactly the catalogue codes and legacy aliases
 })
 
 t.test('the codes module follows its catalogue: another catalogue gives other codes', async (t) => {
-  const source = errorCodesModule(new URL('./fixtures/config/parts/errors.yaml', import.meta.url))
+  const source = errorCodesModule(repoPath('test', 'fixtures', 'config', 'parts', 'errors.yaml'))
   t.match(source, "export const ERROR_CODES = [\n  'AUTH_API_KEY_REQUIRED',\n  'MODEL_NOT_FOUND'\n] as const")
   t.match(source, "API_KEY_REQUIRED: 'AUTH_API_KEY_REQUIRED'")
   t.notMatch(source, 'GATEWAY_INTERNAL_ERROR', 'no code of the default catalogue leaks in')
@@ -45,7 +45,7 @@ t.test('the codes module follows its catalogue: another catalogue gives other co
 
 t.test('the compiler refuses gatewayError with a code the catalogue lacks', async (t) => {
   const ts = (await import('typescript')).default
-  const dir = fileURLToPath(new URL('../plugins/errors/', import.meta.url))
+  const dir = repoPath('plugins', 'errors')
   /** The type errors of a one-line module beside gateway-error.ts. */
   const diagnose = (line: string): string[] => {
     const file = join(dir, '__probe__.ts')

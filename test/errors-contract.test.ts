@@ -23,12 +23,13 @@ import { modelOf, providerOf, writeTestConfig } from './helpers/test-config.js'
 import { answerOn, openConnection, requestHead, type RawAnswer } from './helpers/raw-http.js'
 import { closedPort, eventually, multipartBody, sseEvents } from './helpers/wire.js'
 import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './helpers/console.js'
+import { repoPath } from './helpers/paths.js'
 
 /** The assertions these helpers use; both the root `t` and subtests have them. */
 type Assert = Pick<typeof t, 'equal' | 'ok' | 'notOk' | 'match' | 'same' | 'strictSame'>
 type Family = 'chat' | 'messages' | 'genai'
 
-const { errors: CATALOGUE } = parse(readFileSync(new URL('../config/errors.yaml', import.meta.url), 'utf8')) as { errors: ErrorsConfig }
+const { errors: CATALOGUE } = parse(readFileSync(repoPath('config', 'errors.yaml'), 'utf8')) as { errors: ErrorsConfig }
 const DOCS = 'https://docs.model-gateway.dev/errors'
 
 interface Contract {
@@ -1266,7 +1267,7 @@ t.test('refusals a model declares in the catalogue (plugins/admission): before t
 
 t.test('parity: the code and the error catalogue', async (t) => {
   const codes = new Set(CATALOGUE.catalogue.map((e) => e.code))
-  const pluginsDir = new URL('../plugins', import.meta.url).pathname
+  const pluginsDir = repoPath('plugins')
   const thrown = new Map<string, string>()
   for (const file of sources(pluginsDir)) {
     const text = readFileSync(file, 'utf8')

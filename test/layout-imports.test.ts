@@ -2,10 +2,10 @@
 // test/, so the build and the mounted package never carry test helpers (they live in test/helpers/).
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { ROOT } from './helpers/paths.js'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = ROOT
 const plugins = join(root, 'plugins')
 const tests = join(root, 'test')
 

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis'
 import type { LimitsConfig } from '../plugins/config/types.js'
 import { startTestGateway, TEST_REDIS_URL, type TestGateway } from './helpers/gateway.js'
 import { writeTestConfig } from './helpers/test-config.js'
+import { nodeScript } from './helpers/paths.js'
 
 // Child processes, two instances and paced loops: slow on a loaded machine.
 t.setTimeout(300_000)
@@ -65,7 +66,7 @@ async function until (cond: () => Promise<boolean>, timeoutMs: number): Promise<
 }
 
 async function startChild (schema: string, channel: string): Promise<{ url: string, kill: () => Promise<void> }> {
-  const child = spawn(process.execPath, ['--import=tsx', new URL('./fixtures/limits-instance.ts', import.meta.url).pathname, JSON.stringify({ schema, channel, limits: limits(5) })], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [...nodeScript('test/fixtures/limits-instance.ts'), JSON.stringify({ schema, channel, limits: limits(5) })], { stdio: ['ignore', 'pipe', 'inherit'] })
   let out = ''
   child.stdout.setEncoding('utf8')
   const url = await new Promise<string>((resolve, reject) => {

@@ -10,8 +10,9 @@ import { ConfigError, loadConfig } from '../plugins/config/index.js'
 import { compileOperations, type CompiledOperation } from '../plugins/operations/index.js'
 import { compileRoutes } from '../plugins/routes/compile.js'
 import { REPO_CONFIG, mockEnv } from './helpers/gateway.js'
+import { repoPath } from './helpers/paths.js'
 
-const fixtures = new URL('./fixtures/config/', import.meta.url).pathname
+const fixtures = repoPath('test', 'fixtures', 'config')
 const minimal = join(fixtures, 'valid', 'minimal.yaml')
 
 /**

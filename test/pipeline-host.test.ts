@@ -13,6 +13,7 @@ import { pipelineHost } from '../plugins/pipeline/host.js'
 import { requestPlugin } from '../plugins/request/index.js'
 import { PHASES, planPhases, type GatewayPlugin } from '../plugins/pipeline/plugin.js'
 import { REPO_CONFIG } from './helpers/gateway.js'
+import { repoPath } from './helpers/paths.js'
 
 const { config } = loadConfig(REPO_CONFIG, { ...process.env, OPENAI_BASE_URL: 'http://127.0.0.1:9' })
 const models = compileModels(config)
@@ -131,7 +132,7 @@ t.test('the plugin list: unique names, exactly one forwarder', async (t) => {
 })
 
 t.test('the host imports no concern: only the foundation (config, errors, routes), and types of a model, body and usage', async (t) => {
-  const dir = new URL('../plugins/pipeline/', import.meta.url).pathname
+  const dir = repoPath('plugins', 'pipeline')
   const runtime = /^(\.\/|\.\.\/(config|errors|routes)\/)/
   const typeOnly = /^(\.\/|\.\.\/(config|errors|routes|models|pricing|request)\/)/
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {

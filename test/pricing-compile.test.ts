@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
 import type { PriceConfig } from '../plugins/config/types.js'
 import { compilePrice } from '../plugins/pricing/compile.js'
+import { repoPath } from './helpers/paths.js'
 
 t.test('compiles token prices to exact rates per `per` tokens', async (t) => {
   t.same(compilePrice({ unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000 }), {
@@ -28,7 +29,7 @@ t.test('an image list may also price tokens (sharing per)', async (t) => {
 })
 
 t.test('every price list of the default gateway.yaml compiles', async (t) => {
-  const doc = parse(readFileSync(new URL('../gateway.yaml', import.meta.url), 'utf8')) as { models: Array<{ id: string; pricing: PriceConfig }> }
+  const doc = parse(readFileSync(repoPath('gateway.yaml'), 'utf8')) as { models: Array<{ id: string; pricing: PriceConfig }> }
   t.ok(doc.models.length > 10)
   for (const [i, m] of doc.models.entries()) t.doesNotThrow(() => compilePrice(m.pricing, `models[${i}].pricing`), m.id)
 })

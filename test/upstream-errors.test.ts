@@ -12,11 +12,12 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import { answerOn, openConnection, parseAnswer, requestHead } from './helpers/raw-http.js'
 import { writeTestConfig, type RawConfig } from './helpers/test-config.js'
 import { closedPort } from './helpers/wire.js'
+import { repoPath } from './helpers/paths.js'
 
 type Family = 'chat' | 'messages' | 'genai'
 const FAMILIES: readonly Family[] = ['chat', 'messages', 'genai']
 
-const { errors: CATALOGUE } = parse(readFileSync(new URL('../config/errors.yaml', import.meta.url), 'utf8')) as { errors: ErrorsConfig }
+const { errors: CATALOGUE } = parse(readFileSync(repoPath('config', 'errors.yaml'), 'utf8')) as { errors: ErrorsConfig }
 const DOCS = 'https://docs.model-gateway.dev/errors'
 
 const REQUESTS: Record<Family, { path: string, body: string }> = {

@@ -2,7 +2,9 @@
 // (docs/configuration.md) from the JSON Schemas' descriptions, the error table (docs/errors.md)
 // from config/errors.yaml. `npm run docs` rewrites them between their markers;
 // test/docs.test.ts fails when one is stale.
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import type { ErrorsConfig } from '../config/types.js'
 import { readSchemas } from '../config/validate.js'
@@ -53,7 +55,19 @@ export function configReference (): string {
     ...rows.map((r) => `| \`${r.path}\` | ${r.type} | ${r.def === '' ? '' : `\`${cell(r.def)}\``} | ${cell(r.description)} |`)].join('\n')
 }
 
-export function errorTable (file = new URL('../../config/errors.yaml', import.meta.url)): string {
+/** config/errors.yaml, found above this module from its source, dist/ or a compiled test tree. */
+function catalogueFile (): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  for (;;) {
+    const candidate = join(dir, 'config', 'errors.yaml')
+    if (existsSync(candidate)) return candidate
+    const parent = dirname(dir)
+    if (parent === dir) throw new Error('config/errors.yaml not found above ' + fileURLToPath(import.meta.url))
+    dir = parent
+  }
+}
+
+export function errorTable (file: string | URL = catalogueFile()): string {
   const errors = (parse(readFileSync(file, 'utf8')) as { errors: ErrorsConfig }).errors
   return ['| code | reference | HTTP | retry | legacy alias | message |', '|---|---|---|---|---|---|',
     ...errors.catalogue.map((e) => {
@@ -73,7 +87,7 @@ export const GENERATED_DOCS: Record<string, Record<string, () => string>> = {
  * compiler refuses a `gatewayError` call with a code the catalogue lacks. The YAML stays the
  * data; this is its typed shadow, rewritten by `npm run docs`, checked by test/docs.test.ts.
  */
-export function errorCodesModule (file = new URL('../../config/errors.yaml', import.meta.url)): string {
+export function errorCodesModule (file: string | URL = catalogueFile()): string {
   const errors = (parse(readFileSync(file, 'utf8')) as { errors: ErrorsConfig }).errors
   const quote = (s: string): string => `'${s}'`
   const aliases = errors.catalogue.flatMap((e) => (e.aliases ?? []).map((a) => `  ${a}: ${quote(e.code)}`))

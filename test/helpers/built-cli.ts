@@ -4,8 +4,8 @@
 // of testing old code.
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { ROOT } from './paths.js'
 
-const ROOT = new URL('../../', import.meta.url).pathname
 export const BUILT_CLI = join(ROOT, 'dist', 'bin', 'model-gateway.js')
 
 function newestSource (dir: string): number {

@@ -13,6 +13,7 @@ import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SE
 import type { Account } from '../../plugins/store/types.js'
 import { parseMoney } from '../../plugins/pricing/money.js'
 import { startMockUpstream, type MockUpstream } from '../fixtures/mock-upstream.js'
+import { repoPath } from './paths.js'
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -99,7 +100,7 @@ export function withMockControlHeaders (config: GatewayConfig): GatewayConfig {
   return { ...config, providers }
 }
 
-export const REPO_CONFIG = new URL('../../gateway.yaml', import.meta.url).pathname
+export const REPO_CONFIG = repoPath('gateway.yaml')
 
 export function mockEnv (mockUrl: string): Record<string, string> {
   return {

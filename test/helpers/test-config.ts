@@ -6,8 +6,9 @@ import { join } from 'node:path'
 import { parse, stringify } from 'yaml'
 import type { ModelConfig, ModelOperationConfig, ProviderConfig, RouteConfig, ServerConfig } from '../../plugins/config/types.js'
 import { REPO_CONFIG } from './gateway.js'
+import { repoPath } from './paths.js'
 
-const REPO_ERRORS = new URL('../../config/errors.yaml', import.meta.url).pathname
+const REPO_ERRORS = repoPath('config', 'errors.yaml')
 
 /**
  * gateway.yaml before `${ENV}` expansion: scalars may still be `${VAR:-default}` strings, and

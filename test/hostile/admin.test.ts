@@ -14,10 +14,11 @@ import { buildServer } from '../../plugins/server/server.js'
 import { builtCli } from '../helpers/built-cli.js'
 import { ManualClock, TEST_SECRET } from '../helpers/store.js'
 import { REPO_CONFIG, startTestGateway, type Backend } from '../helpers/gateway.js'
+import { ROOT } from '../helpers/paths.js'
 
 const TOKEN = 'hostile-suite-admin-token-0123456789abcdef'
 const BIN = builtCli()
-const REPO = new URL('../..', import.meta.url).pathname
+const REPO = ROOT
 
 t.test('AdminThrottle counts failures per address inside one window', async (t) => {
   const clock = new ManualClock()

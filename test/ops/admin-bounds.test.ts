@@ -8,8 +8,9 @@ import { loadConfig } from '../../plugins/config/index.js'
 import { newRequestId } from '../../plugins/gateway/index.js'
 import { formatMoney } from '../../plugins/pricing/money.js'
 import { testBackends } from '../helpers/store.js'
+import { repoPath } from '../helpers/paths.js'
 
-const { config } = loadConfig(new URL('../../gateway.yaml', import.meta.url).pathname, {})
+const { config } = loadConfig(repoPath('gateway.yaml'), {})
 const TOKEN = 'admin-token-for-tests-0123456789'
 
 for (const backend of testBackends()) {

@@ -8,9 +8,10 @@ import OpenAI from 'openai'
 import t from 'tap'
 import { accountRows } from '../helpers/billing.js'
 import { startTestGateway } from '../helpers/gateway.js'
+import { repoPath } from '../helpers/paths.js'
 
-const DOC = readFileSync(new URL('../../docs/quickstart.md', import.meta.url), 'utf8')
-const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+const DOC = readFileSync(repoPath('docs', 'quickstart.md'), 'utf8')
+const README = readFileSync(repoPath('README.md'), 'utf8')
 
 /** The bold base URL the doc gives after `label`, e.g. OpenAI (`openai`): base URL **`…`**. */
 function documented (label: string): string {

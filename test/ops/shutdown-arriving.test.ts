@@ -19,8 +19,8 @@ import { freePort } from '../helpers/free-port.js'
 import { MOCK_CONTROL_HEADERS, mockEnv } from '../helpers/gateway.js'
 import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SECRET } from '../helpers/store.js'
 import { builtCli } from '../helpers/built-cli.js'
+import { ROOT } from '../helpers/paths.js'
 
-const ROOT = new URL('../../', import.meta.url).pathname
 const CLI = builtCli()
 
 /** gateway.yaml with the mock's control headers allowed upstream and limits out of reach (a copy in `dir`). */

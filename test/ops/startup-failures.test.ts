@@ -9,8 +9,8 @@ import { join } from 'node:path'
 import t, { type Test as Tap } from 'tap'
 import { STARTUP_FAILURE_PREFIX } from '../../plugins/server/serve-command.js'
 import { builtCli } from '../helpers/built-cli.js'
+import { ROOT } from '../helpers/paths.js'
 
-const ROOT = new URL('../../', import.meta.url).pathname
 const CLI = builtCli()
 const CONFIG = join(ROOT, 'gateway.yaml')
 const SECRET = 'startup-test-secret-0123456789abcdefghij'
