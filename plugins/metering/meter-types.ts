@@ -13,6 +13,11 @@ export interface RequestFacts {
   multipartFields?: Record<string, string>
   /** Seconds of uploaded audio, when the upload's header told. */
   audioSeconds?: number
+  /**
+   * The quality and size asked for (defaults applied; `auto` left as is), for a model priced per
+   * image by both: the answer's own values win, `auto` is charged the dearest.
+   */
+  imageTier?: { quality: string, size: string }
 }
 
 export interface MeterInput {

@@ -5,6 +5,7 @@ import { createMeter, createUsageEventFilter, injectIncludeUsage, type Meter } f
 import type { Jobs } from '../jobs/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import { audioDurationBound } from '../pricing/audio-bound.js'
+import { askedImageTier } from '../operations/image-tier-check.js'
 import type { Usage } from '../pricing/usage-types.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
@@ -90,7 +91,8 @@ function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolea
       ...(body?.kind === 'json' ? { json: body.json } : {}),
       ...(body?.kind === 'multipart' ? { multipartFields: body.summary.fields } : {}),
       // What is estimated when the provider reports nothing: the bound the hold counted, never a header alone.
-      ...(audio ? { audioSeconds: audioDurationBound(audio).millis / 1000 } : {})
+      ...(audio ? { audioSeconds: audioDurationBound(audio).millis / 1000 } : {}),
+      ...(model?.price.imagePrices === undefined ? {} : { imageTier: askedImageTier(model.price.imagePrices, body) })
     }
   })
 }
