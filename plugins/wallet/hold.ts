@@ -4,6 +4,7 @@ import { authOf } from '../auth/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
 import { inputPasses, jobUnits, referencedMedia, worstFeatures } from '../operations/index.js'
+import { audioDurationBoundAsync } from '../pricing/audio-bound.js'
 import { costOf } from '../pricing/cost.js'
 import { urlMediaHold } from '../pricing/url-media.js'
 import { featuresAtWorst, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
@@ -148,6 +149,9 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
       deps.keeper?.drop(previous.holdId)
       await deps.ledger.release(previous.holdId)
     }
+    // Uploaded files are walked for their audio bound a slice at a time, other requests served
+    // between slices; worstCase and the meter then reuse the result.
+    if (ctx.body?.kind === 'multipart') for (const file of ctx.body.summary.files) await audioDurationBoundAsync(file)
     const { cost: amount, images } = worstCase(ctx, model)
     // A job's charge comes when the job ends: its hold lives longer.
     const ttlMs = ctx.plan.op.job?.role === 'create' ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms
