@@ -45,8 +45,7 @@ export function imageUsage (facts: ImageFacts, input: MeterInput, perCall: boole
   usage.calls = perCall ? 1 : 0
   const asked = input.request.imageTier
   if (asked !== undefined) {
-    const tier = renderedTier(facts.rendered ?? {}, asked)
-    if (tier !== undefined) usage.imageTier = tier
+    usage.imageTier = renderedTier(facts.rendered ?? {}, asked) ?? asked.worst
   }
   const estimate = {
     inputTokens: tokensFromChars(requestChars(input.request)),

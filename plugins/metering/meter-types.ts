@@ -15,9 +15,10 @@ export interface RequestFacts {
   audioSeconds?: number
   /**
    * The quality and size asked for (defaults applied; `auto` left as is), for a model priced per
-   * image by both: the answer's own values win, `auto` is charged the dearest.
+   * image by both: the answer's own values win; `auto` left unresolved is charged `worst`, the
+   * entry the hold counted (the dearest the request allows).
    */
-  imageTier?: { quality: string, size: string }
+  imageTier?: { quality: string, size: string, worst: { quality: string, size: string } }
 }
 
 export interface MeterInput {

@@ -46,8 +46,8 @@ export function worstImageTier (prices: ImagePrices, asked: { quality: string, s
 
 /**
  * The entry an answer was rendered at: the answer's `quality` / `size` where it says (gpt-image
- * models do), else the request's; undefined (charged the dearest) when either is still `auto` or
- * not a string.
+ * models do), else the request's; undefined when either is still `auto` or not a string (the
+ * meter then charges the entry the hold counted).
  */
 export function renderedTier (answer: { quality?: unknown, size?: unknown }, asked: { quality?: unknown, size?: unknown }): ImageTier | undefined {
   const quality = typeof answer.quality === 'string' ? answer.quality : asked.quality
