@@ -160,7 +160,6 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
       const { accountId, key } = await fundedAccount(store, run.credit, ++n)
       const fail = (msg: string): never => { throw new Error(`${show(run)}: ${msg}`) }
       const statuses = await Promise.all(run.calls.map(async (call) => await send(gw, key, call)))
-      if (process.env.DEBUG_FEATURES !== undefined) console.error(show(run.calls.map((c, i) => [c.kind, statuses[i]])))
       seen.requests += statuses.length
       seen.ok += statuses.filter((s) => s === 200).length
       seen.insufficient += statuses.filter((s) => s === 402).length
@@ -175,7 +174,6 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
         await gw.services.requestLog.flush()
         rows = await storeRows(store, accountId)
       }
-      if (process.env.DEBUG_FEATURES !== undefined) console.error(show(rows.map((r) => [r.answeredModel, r.status, r.billingStatus, r.usage, r.cost])))
       const wallet = await store.ledger.wallet(accountId)
       if (wallet.balance < 0n) fail(`balance ${wallet.balance} below the bound 0`)
       if (wallet.held !== 0n || (await store.ledger.openHolds(accountId)).length !== 0) fail('a hold is still open')
