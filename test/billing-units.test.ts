@@ -11,7 +11,7 @@ import { GoogleGenAI } from '@google/genai'
 import { OpenAI, toFile } from 'openai'
 import t, { type Test } from 'tap'
 import { parse } from 'yaml'
-import { IMAGE_OUTPUT_TOKENS, replyChunks, type RecordedCall } from './fixtures/mock-upstream.js'
+import { replyChunks, type RecordedCall } from './fixtures/mock-upstream.js'
 import { PNG_BYTES } from './fixtures/mock-upstream/media.js'
 import { estimateUsage } from '../plugins/metering/estimate.js'
 import type { RequestLogRow, RequestUsage } from '../plugins/store/request-log/types.js'
@@ -239,10 +239,13 @@ t.test('cached input tokens are billed at the cached price', async (t) => {
     await expectBilled(t, before, { model: 'openai/gpt-4o', units: { inputTokens: 1200, cachedInputTokens: 1000, outputTokens: 30 }, reported: true }, c, g)
   })
 
-  t.test('messages: cache reads at the cached price, cache writes at the input price', async (t) => {
+  t.test('messages: cache reads at the cached price, cache writes at the cache-write price', async (t) => {
     const before = await balance(g)
     await c.anthropic.messages.create({ model: 'anthropic/claude-sonnet-4', max_tokens: 100, messages: [{ role: 'user', content: 'cached?' }] })
-    await expectBilled(t, before, { model: 'anthropic/claude-sonnet-4', units: { inputTokens: 1250, cachedInputTokens: 1000, outputTokens: 30 }, reported: true }, c, g)
+    // 200 plain input tokens at $3, 1,000 cache reads at $0.30, 50 cache writes without a split (the
+    // default 5-minute lifetime) at $3.75, 30 output tokens at $15, per 1M.
+    const cost = (200n * 3000n) + (1000n * 300n) + (50n * 3750n) + (30n * 15000n)
+    t.equal(before - await balance(g), cost, 'the wallet went down by the four parts at their rates')
   })
 })
 
@@ -283,8 +286,12 @@ t.test('per image: n = 3 bills 3 images', async (t) => {
   const r = await openai.images.generate({ model: 'openai/gpt-image-1', prompt: 'three blue circles', n: 3 })
   t.equal(r.data?.length, 3, 'three images came back')
   t.equal(onlyCall().produced?.images, 3, 'the provider generated three')
-  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1', units: { images: 3, inputTokens: promptTokens('three blue circles'), outputTokens: 3 * IMAGE_OUTPUT_TOKENS }, reported: true })
-  t.equal(row.cost, 3n * nanos('0.04'), '3 × 0.04')
+  // `auto` quality and size, rendered (the answer says) at medium 1024x1024: 0.042 an image, and
+  // the prompt's text tokens at $5 / 1M (the image's output tokens are what the per-image price is).
+  const base = priceOf('openai/gpt-image-1')
+  const price = { ...base, unitPrice: nanos('0.042') * base.per }
+  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1', price, units: { images: 3, inputTokens: promptTokens('three blue circles'), outputTokens: 3 * 1056 }, reported: true })
+  t.equal(row.cost, 3n * nanos('0.042') + BigInt(promptTokens('three blue circles')) * 5000n, '3 × 0.042 and the prompt')
 })
 
 /** 8 kHz, 8-bit mono: 8,000 bytes per second, so 7 s is exactly 56,000 samples. */
@@ -335,8 +342,8 @@ t.test('per image: image edits', async (t) => {
   const before = await balance()
   const r = await openai.images.edit({ model: 'openai/gpt-image-1-edit', prompt: 'make it blue', image: await toFile(PNG_BYTES, 'in.png', { type: 'image/png' }) })
   t.equal(r.data?.length, 1, 'one edited image')
-  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1-edit', units: { images: 1 }, reported: true })
-  t.equal(row.cost, nanos('0.05'), 'one image × 0.05')
+  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1-edit', price: { ...priceOf('openai/gpt-image-1-edit'), unitPrice: nanos('0.042') }, units: { images: 1 }, reported: true })
+  t.equal(row.cost, nanos('0.042'), 'one medium 1024x1024 image (auto, as the answer says it rendered)')
 })
 
 t.test('reported vs estimated: x-mock-usage none bills the estimate and says so', async (t) => {

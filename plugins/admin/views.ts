@@ -167,7 +167,7 @@ export interface RequestLogView {
   outcome: string
   error_code: string | null
   stream: boolean
-  usage: Record<string, number> | null
+  usage: Record<string, number | { quality: string, size: string }> | null
   /** The features the request used: uses, whether the provider reported them, and the price charged. */
   features: Record<string, { uses: number, reported: boolean, charge: string, price: string | null }> | null
   usage_reported: boolean | null
@@ -207,7 +207,10 @@ export function requestLogView (r: RequestLogRow): RequestLogView {
           input_tokens: r.usage.inputTokens,
           output_tokens: r.usage.outputTokens,
           cached_input_tokens: r.usage.cachedInputTokens,
+          ...(r.usage.cacheWriteTokens === undefined ? {} : { cache_write_tokens: r.usage.cacheWriteTokens }),
+          ...(r.usage.cacheWrite1hTokens === undefined ? {} : { cache_write_1h_tokens: r.usage.cacheWrite1hTokens }),
           images: r.usage.images,
+          ...(r.usage.imageTier === undefined ? {} : { image_tier: r.usage.imageTier }),
           audio_seconds: r.usage.audioSeconds,
           characters: r.usage.characters,
           calls: r.usage.calls,

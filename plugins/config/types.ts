@@ -775,6 +775,15 @@ export interface PriceConfig {
    */
   cached_input?: string
   /**
+   * Price of `per` input tokens written to the provider's prompt cache with the default 5-minute lifetime (Anthropic: 1.25 × input; usage `cache_creation.ephemeral_5m_input_tokens`). Unset: the input price. A request that marks `cache_control` is held with its input at the dearest of input, cache_write and cache_write_1h.
+   */
+  cache_write?: string
+  /**
+   * Price of `per` input tokens written to the prompt cache with a 1-hour lifetime (Anthropic: 2 × input; usage `cache_creation.ephemeral_1h_input_tokens`). Unset: cache_write, else the input price.
+   */
+  cache_write_1h?: string
+  image_prices?: ImagePricesConfig
+  /**
    * Price of one unit for image, audio_second, character, call and job pricing.
    */
   unit_price?: string
@@ -791,6 +800,38 @@ export interface PriceConfig {
    */
   features?: {
     [k: string]: 'refused' | 'allowed' | FeaturePriceConfig
+  }
+}
+/**
+ * Per-image prices by quality and size (unit image; replaces unit_price). The hold counts each image of `n` at the entry the request names, `auto` or an absent value (when the default is `auto`) at the dearest entry; the charge is the entry the answer reports (`quality`, `size`), else the request's. A quality or size the table does not price is refused with MODEL_PARAMETER_UNSUPPORTED naming the parameter.
+ */
+export interface ImagePricesConfig {
+  /**
+   * Body parameter naming the quality.
+   */
+  quality_param: string
+  /**
+   * Body parameter naming the size.
+   */
+  size_param: string
+  /**
+   * What the provider renders when the body names no quality (`auto`: its choice).
+   */
+  default_quality: string
+  /**
+   * What the provider renders when the body names no size (`auto`: its choice).
+   */
+  default_size: string
+  /**
+   * Price of one image, a decimal string, by quality then size (`standard: { 1024x1024: "0.04" }`).
+   */
+  prices: {
+    [k: string]: {
+      /**
+       * A decimal string in the account currency.
+       */
+      [k: string]: string
+    }
   }
 }
 /**

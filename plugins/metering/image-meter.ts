@@ -1,5 +1,6 @@
 import { createBodyReader, eventJson, isRecord, parseCaptured } from './body-reader.js'
 import type { Meter, MeterInput, RequestFacts } from './meter-types.js'
+import { renderedTier } from '../pricing/image-tier.js'
 import { requestChars } from './request-text.js'
 import { responsesUsage } from './token-dialects.js'
 import { emptyUsage, sanitizeCount, tokensFromChars, tokenUsage, type Usage } from './usage.js'
@@ -13,7 +14,7 @@ export const ESTIMATED_IMAGE_OUTPUT_TOKENS = 1056
 const IMAGE_ARRAYS: ReadonlySet<string> = new Set(['data', 'predictions'])
 /** An item holding one of these is an image; a filtered prediction holds none. */
 const IMAGE_PRESENT: ReadonlySet<string> = new Set(['b64_json', 'url', 'bytesBase64Encoded', 'gcsUri'])
-const CAPTURE: ReadonlySet<string> = new Set(['usage', 'error'])
+const CAPTURE: ReadonlySet<string> = new Set(['usage', 'error', 'quality', 'size'])
 
 /** Images the request asked for: `n`, or Imagen's `parameters.sampleCount`; 1 by default. */
 export function requestedImages (request: RequestFacts): number {
@@ -32,6 +33,8 @@ export interface ImageFacts {
   usage: unknown
   /** The answer is an error object. */
   errored: boolean
+  /** The answer's `quality` and `size` (gpt-image models say what they rendered). */
+  rendered?: { quality?: unknown, size?: unknown }
 }
 
 /** Usage of an image answer (pure). `perCall` adds the one call of a per-call operation. */
@@ -40,6 +43,10 @@ export function imageUsage (facts: ImageFacts, input: MeterInput, perCall: boole
   if (facts.errored) return usage
   usage.images = sanitizeCount('images', facts.images) ?? 0
   usage.calls = perCall ? 1 : 0
+  const asked = input.request.imageTier
+  if (asked !== undefined) {
+    usage.imageTier = renderedTier(facts.rendered ?? {}, asked) ?? asked.worst
+  }
   const estimate = {
     inputTokens: tokensFromChars(requestChars(input.request)),
     outputTokens: usage.images * ESTIMATED_IMAGE_OUTPUT_TOKENS
@@ -70,6 +77,7 @@ export function createImageMeter (input: MeterInput, perCall: boolean): Meter {
   let sseImages = 0
   let sseEvents = 0
   let sseUsage: unknown
+  let sseRendered: { quality?: unknown, size?: unknown } = {}
   const reader = createBodyReader({
     sse: true,
     onEvent: (e) => {
@@ -81,6 +89,8 @@ export function createImageMeter (input: MeterInput, perCall: boolean): Meter {
       if (!data || !type.endsWith('.completed')) return
       sseImages++
       if (data.usage !== undefined) sseUsage = data.usage
+      // Each completed event says what it rendered; the last one stands (one request, one tier).
+      sseRendered = { quality: data.quality, size: data.size }
     },
     scan: { capture: CAPTURE, items: { arrays: IMAGE_ARRAYS, present: IMAGE_PRESENT } }
   })
@@ -93,9 +103,9 @@ export function createImageMeter (input: MeterInput, perCall: boolean): Meter {
       let facts: ImageFacts
       if (scan && scan.root === 'object') {
         const captured = parseCaptured(scan.captured)
-        facts = { images: scan.items, countReported: scan.complete, usage: captured.get('usage'), errored: isRecord(captured.get('error')) }
+        facts = { images: scan.items, countReported: scan.complete, usage: captured.get('usage'), errored: isRecord(captured.get('error')), rendered: { quality: captured.get('quality'), size: captured.get('size') } }
       } else if (mode === 'sse' && sseEvents > 0) {
-        facts = { images: sseImages, countReported: sseImages > 0, usage: sseUsage, errored: false }
+        facts = { images: sseImages, countReported: sseImages > 0, usage: sseUsage, errored: false, rendered: sseRendered }
       } else if (mode === 'unknown') {
         facts = { images: 0, countReported: false, usage: undefined, errored: false }
       } else {

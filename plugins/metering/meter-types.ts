@@ -13,6 +13,12 @@ export interface RequestFacts {
   multipartFields?: Record<string, string>
   /** Seconds of uploaded audio, when the upload's header told. */
   audioSeconds?: number
+  /**
+   * The quality and size asked for (defaults applied; `auto` left as is), for a model priced per
+   * image by both: the answer's own values win; `auto` left unresolved is charged `worst`, the
+   * entry the hold counted (the dearest the request allows).
+   */
+  imageTier?: { quality: string, size: string, worst: { quality: string, size: string } }
 }
 
 export interface MeterInput {

@@ -65,14 +65,24 @@ export function responsesUsage (u: unknown): RawUsage | undefined {
 }
 
 /**
- * `usage` of messages. Its input_tokens exclude cache reads and writes, which are input too;
- * cache writes are billed at the plain input rate (the catalogue has no cache-write price).
+ * `usage` of messages. Its input_tokens exclude cache reads and writes, which are input too.
+ * Cache writes are billed apart (`cache_write`, `cache_write_1h`): `cache_creation` splits
+ * `cache_creation_input_tokens` by lifetime; a part it does not account for (an answer without
+ * the split) is a 5-minute write, the default lifetime.
  */
 export function messagesInput (u: Record<string, unknown>): MutableRawUsage {
-  return {
+  const out: MutableRawUsage = {
     inputTokens: tokenSum(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens),
     cachedInputTokens: u.cache_read_input_tokens
   }
+  const written = u.cache_creation_input_tokens
+  if (written === undefined || written === null || written === 0) return out
+  const split = u.cache_creation
+  const hour = isRecord(split) ? split.ephemeral_1h_input_tokens ?? 0 : 0
+  out.cacheWrite1hTokens = hour
+  // What the total leaves after the 1-hour part; NaN (refused by sanitize) when either is not a count or the part exceeds it.
+  out.cacheWriteTokens = typeof written === 'number' && typeof hour === 'number' && hour <= written ? written - hour : Number.NaN
+  return out
 }
 
 export function messagesUsage (u: unknown): RawUsage | undefined {

@@ -5,7 +5,7 @@ import type { Usage } from '../pricing/usage-types.js'
 
 export type { Usage }
 
-export type UsageCounts = Omit<Usage, 'reported' | 'features'>
+export type UsageCounts = Omit<Usage, 'reported' | 'features' | 'imageTier'>
 export type UsageField = keyof UsageCounts
 
 /** Numbers as the upstream sent them, not yet believed. */
@@ -27,6 +27,8 @@ const LIMITS: Readonly<Record<UsageField, Limit>> = {
   inputTokens: { max: MAX_TOKENS, integer: true },
   outputTokens: { max: MAX_TOKENS, integer: true },
   cachedInputTokens: { max: MAX_TOKENS, integer: true },
+  cacheWriteTokens: { max: MAX_TOKENS, integer: true },
+  cacheWrite1hTokens: { max: MAX_TOKENS, integer: true },
   images: { max: 10_000, integer: true },
   // Eleven and a half days of audio in one request.
   audioSeconds: { max: 1_000_000, integer: false },
@@ -71,6 +73,15 @@ export function sanitize (raw: RawUsage): SanitizedUsage {
   if (cached !== undefined && counts.inputTokens !== undefined && cached > counts.inputTokens) {
     delete counts.cachedInputTokens
     rejected.push('cachedInputTokens')
+  }
+  // Cache writes are part of the input too, beside the reads: more than the input is not a report.
+  const writes = (counts.cacheWriteTokens ?? 0) + (counts.cacheWrite1hTokens ?? 0)
+  if (writes > 0 && counts.inputTokens !== undefined && writes + (counts.cachedInputTokens ?? 0) > counts.inputTokens) {
+    for (const f of ['cacheWriteTokens', 'cacheWrite1hTokens'] as const) {
+      if (counts[f] === undefined) continue
+      delete counts[f]
+      rejected.push(f)
+    }
   }
   return { counts, rejected }
 }
@@ -117,6 +128,10 @@ export function tokenUsage (raw: RawUsage | undefined, estimate: TokenEstimate |
   usage.outputTokens = counts.outputTokens ?? guess?.outputTokens ?? 0
   // A cached count only means something next to the reported input count it is part of.
   usage.cachedInputTokens = counts.inputTokens !== undefined ? counts.cachedInputTokens ?? 0 : 0
+  if (counts.inputTokens !== undefined) {
+    if ((counts.cacheWriteTokens ?? 0) > 0) usage.cacheWriteTokens = counts.cacheWriteTokens
+    if ((counts.cacheWrite1hTokens ?? 0) > 0) usage.cacheWrite1hTokens = counts.cacheWrite1hTokens
+  }
   usage.reported = counts.inputTokens !== undefined && counts.outputTokens !== undefined && rejected.length === 0
   return usage
 }

@@ -26,6 +26,15 @@ export interface CompiledPrice {
   output?: Rate
   /** Per cached input token; falls back to `input` when absent. */
   cachedInput?: Rate
+  /** Per input token written to the prompt cache (5-minute lifetime); falls back to `input`. */
+  cacheWrite?: Rate
+  /** Per input token written with a 1-hour lifetime; falls back to `cacheWrite`, then `input`. */
+  cacheWrite1h?: Rate
+  /**
+   * Per image by quality and size (`image_prices`), replacing `unitPrice` for an image the
+   * usage names (`imageTier`); `auto` / absent values resolve to the dearest (worst-case.ts).
+   */
+  imagePrices?: ImagePrices
   /** Per image / second of audio / character / call / job. */
   unitPrice?: Rate
   /**
@@ -35,6 +44,17 @@ export interface CompiledPrice {
   urlMediaItem?: bigint
   /** The operation features this list prices, allows or refuses, by feature name. */
   features?: ReadonlyMap<string, CompiledFeaturePrice>
+}
+
+/** A per-image price table: nano-units per image by quality, then size; the defaults the provider applies. */
+export interface ImagePrices {
+  readonly byQuality: ReadonlyMap<string, ReadonlyMap<string, bigint>>
+  /** The body parameters that choose them (`quality`, `size`). */
+  readonly qualityParam: string
+  readonly sizeParam: string
+  /** What the provider renders when the body names none (`auto`: its choice, held at the dearest). */
+  readonly defaultQuality: string
+  readonly defaultSize: string
 }
 
 /**
@@ -48,7 +68,7 @@ export type CompiledFeaturePrice =
   | { readonly charge: 'allowed' | 'refused' }
 
 const UNITS: readonly PriceUnit[] = ['token', 'image', 'audio_second', 'character', 'call', 'job']
-const TOKEN_FIELDS = ['input', 'output', 'cached_input'] as const
+const TOKEN_FIELDS = ['input', 'output', 'cached_input', 'cache_write', 'cache_write_1h'] as const
 
 type MoneyField = typeof TOKEN_FIELDS[number] | 'unit_price' | 'url_media_item'
 
@@ -89,9 +109,11 @@ export function compilePrice (p: PriceConfig, where = 'pricing'): CompiledPrice 
   const input = money('input')
   const output = money('output')
   const cachedInput = money('cached_input')
+  const cacheWrite = money('cache_write')
+  const cacheWrite1h = money('cache_write_1h')
   const unitPrice = money('unit_price')
   const urlMediaItem = money('url_media_item')
-  const hasTokenPrices = input !== undefined || output !== undefined || cachedInput !== undefined
+  const hasTokenPrices = input !== undefined || output !== undefined || cachedInput !== undefined || cacheWrite !== undefined || cacheWrite1h !== undefined
 
   let per = 1n
   if (p.per !== undefined) {
@@ -108,7 +130,7 @@ export function compilePrice (p: PriceConfig, where = 'pricing'): CompiledPrice 
     if (output === undefined) fail('output', 'is required for unit token')
     if (unitPrice !== undefined) fail('unit_price', 'is not used by unit token; use input/output')
   } else {
-    if (unitPrice === undefined) fail('unit_price', `is required for unit ${p.unit}`)
+    if (unitPrice === undefined && !(p.unit === 'image' && p.image_prices !== undefined)) fail('unit_price', `is required for unit ${p.unit}`)
     if (hasTokenPrices && p.unit !== 'image') {
       const field = TOKEN_FIELDS.find((f) => p[f] !== undefined) ?? 'input'
       fail(field, `token prices are only billed for units token and image, not ${p.unit}`)
@@ -119,17 +141,26 @@ export function compilePrice (p: PriceConfig, where = 'pricing'): CompiledPrice 
     fail('cached_input', 'must not exceed input (the worst-case hold counts every input token at the input price)')
   }
 
+  for (const [field, v] of [['cache_write', cacheWrite], ['cache_write_1h', cacheWrite1h]] as const) {
+    if (v !== undefined && input === undefined) fail(field, 'needs an input price')
+  }
+
   // Media fetched by URL is billed as input tokens: a list that bills none has nothing to hold for.
   if (urlMediaItem !== undefined && input === undefined) {
     fail('url_media_item', 'holds for input tokens of media sent by URL, so it needs an input price')
   }
 
   const features = p.features === undefined ? undefined : compileFeaturePrices(p.features, fail)
+  if (p.image_prices !== undefined && p.unit !== 'image') fail('image_prices', 'prices images, so it needs unit image')
+  const imagePrices = p.image_prices === undefined ? undefined : compileImagePrices(p.image_prices, fail)
 
   const out: CompiledPrice = { unit: p.unit }
   if (input !== undefined) out.input = { numerator: input, per }
   if (output !== undefined) out.output = { numerator: output, per }
   if (cachedInput !== undefined) out.cachedInput = { numerator: cachedInput, per }
+  if (cacheWrite !== undefined) out.cacheWrite = { numerator: cacheWrite, per }
+  if (cacheWrite1h !== undefined) out.cacheWrite1h = { numerator: cacheWrite1h, per }
+  if (imagePrices !== undefined) out.imagePrices = imagePrices
   if (unitPrice !== undefined) out.unitPrice = { numerator: unitPrice, per }
   if (urlMediaItem !== undefined) out.urlMediaItem = urlMediaItem
   if (features !== undefined) out.features = features
@@ -163,4 +194,28 @@ function compileFeaturePrices (entries: NonNullable<PriceConfig['features']>, fa
     }
   }
   return out
+}
+
+function compileImagePrices (p: NonNullable<PriceConfig['image_prices']>, fail: (field: string | null, message: string) => never): ImagePrices {
+  const byQuality = new Map<string, Map<string, bigint>>()
+  for (const [quality, sizes] of Object.entries(p.prices)) {
+    if (quality === 'auto') fail(`image_prices.prices.${quality}`, '`auto` is the provider\'s choice, held at the dearest entry: it has no price of its own')
+    const row = new Map<string, bigint>()
+    for (const [size, raw] of Object.entries(sizes)) {
+      if (size === 'auto') fail(`image_prices.prices.${quality}.${size}`, '`auto` is the provider\'s choice, held at the dearest entry: it has no price of its own')
+      try {
+        row.set(size, parseMoney(raw))
+      } catch (err) {
+        fail(`image_prices.prices.${quality}.${size}`, isMoneyFormatError(err) ? err.message : String(err))
+      }
+    }
+    if (row.size === 0) fail(`image_prices.prices.${quality}`, 'names no size')
+    byQuality.set(quality, row)
+  }
+  if (byQuality.size === 0) fail('image_prices.prices', 'names no quality')
+  const defaultQuality = p.default_quality ?? 'auto'
+  const defaultSize = p.default_size ?? 'auto'
+  if (defaultQuality !== 'auto' && !byQuality.has(defaultQuality)) fail('image_prices.default_quality', `is not priced (${[...byQuality.keys()].join(', ')})`)
+  if (defaultSize !== 'auto' && ![...byQuality.values()].some((row) => row.has(defaultSize))) fail('image_prices.default_size', 'is not priced for any quality')
+  return { byQuality, qualityParam: p.quality_param ?? 'quality', sizeParam: p.size_param ?? 'size', defaultQuality, defaultSize }
 }

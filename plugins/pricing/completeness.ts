@@ -34,7 +34,8 @@ function priceListProblems (model: ModelConfig): PathProblem[] {
   if (!isRecord(pricing)) return []
   const p = model.pricing
   const needed = p.unit === 'token' ? ['input', 'output', 'per'] as const : ['unit_price'] as const
-  const missing = needed.filter((k) => p[k] === undefined)
+  // A per-image table by quality and size stands in for unit_price.
+  const missing = needed.filter((k) => p[k] === undefined && !(k === 'unit_price' && p.unit === 'image' && p.image_prices !== undefined))
   if (missing.length > 0) return [{ path: ['pricing'], message: `${p.unit} pricing needs ${missing.join(', ')}` }]
   // The loader compiles prices to exact integer rates at boot; whatever it refuses is reported here.
   try {

@@ -7,9 +7,12 @@
 // request is never charged less than its exact price.
 //
 // Billed quantities by unit:
-//   token         (input − cached) × input + cached × cached_input (input price when no cached
-//                 price) + output × output. inputTokens includes cachedInputTokens.
-//   image         images × unit_price, plus the token terms above for whichever of input/output/
+//   token         (input − cached − writes) × input + cached × cached_input (input price when no
+//                 cached price) + 5-minute cache writes × cache_write + 1-hour writes ×
+//                 cache_write_1h (each falling back to the one before, then input) + output ×
+//                 output. inputTokens includes cachedInputTokens and both cache writes.
+//   image         images × unit_price (or, with image_prices, × the entry of usage.imageTier:
+//                 the dearest entry when the tier is absent or not priced), plus the token terms above for whichever of input/output/
 //                 cached_input the list also prices.
 //   audio_second  audioSeconds rounded UP to the next whole millisecond (the seconds value as
 //                 written in its shortest decimal form, so 2.5 → 2500 ms, 1.0001 → 1001 ms),
@@ -22,9 +25,9 @@
 //                 terms above by its factor. All inside the same exact total, rounded once.
 // Costs are never negative: a negative, non-finite or (for counts) non-integer usage field, or
 // cachedInputTokens > inputTokens, is a programming error and throws a RangeError.
-import type { CompiledPrice, Rate } from './compile.js'
+import type { CompiledPrice, ImagePrices, Rate } from './compile.js'
 import { NANOS_PER_UNIT } from './money.js'
-import type { Usage } from './usage-types.js'
+import type { ImageTier, Usage } from './usage-types.js'
 
 const COUNT_FIELDS = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'images', 'characters', 'calls', 'jobs'] as const
 
@@ -69,20 +72,40 @@ function ceilDiv (num: bigint, den: bigint): bigint {
   return (num + den - 1n) / den
 }
 
+function optionalCount (usage: Usage, field: 'cacheWriteTokens' | 'cacheWrite1hTokens'): bigint {
+  const v = usage[field]
+  if (v === undefined) return 0n
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new RangeError(`usage.${field} must be a non-negative integer, got ${String(v)}`)
+  return BigInt(v)
+}
+
 function addTokens (acc: Fraction, price: CompiledPrice, usage: Usage): Fraction {
   const input = count(usage, 'inputTokens')
   const cached = count(usage, 'cachedInputTokens')
   const output = count(usage, 'outputTokens')
-  if (cached > input) {
-    throw new RangeError(`usage.cachedInputTokens (${cached}) exceeds usage.inputTokens (${input})`)
+  const write5m = optionalCount(usage, 'cacheWriteTokens')
+  const write1h = optionalCount(usage, 'cacheWrite1hTokens')
+  if (cached + write5m + write1h > input) {
+    throw new RangeError(`usage.cachedInputTokens (${cached}) and cache writes (${write5m + write1h}) exceed usage.inputTokens (${input})`)
   }
   let total = acc
   if (price.input) {
-    total = add(total, input - cached, price.input)
+    total = add(total, input - cached - write5m - write1h, price.input)
     total = add(total, cached, price.cachedInput ?? price.input)
+    total = add(total, write5m, price.cacheWrite ?? price.input)
+    total = add(total, write1h, price.cacheWrite1h ?? price.cacheWrite ?? price.input)
   }
   if (price.output) total = add(total, output, price.output)
   return total
+}
+
+/** The price of one image of `tier`; the dearest entry when the tier is absent or not in the table. */
+export function imagePrice (prices: ImagePrices, tier: ImageTier | undefined): bigint {
+  const exact = tier === undefined ? undefined : prices.byQuality.get(tier.quality)?.get(tier.size)
+  if (exact !== undefined) return exact
+  let dearest = 0n
+  for (const row of prices.byQuality.values()) for (const p of row.values()) if (p > dearest) dearest = p
+  return dearest
 }
 
 function unitRate (price: CompiledPrice): Rate {
@@ -131,7 +154,7 @@ export function costOf (price: CompiledPrice, usage: Usage): bigint {
       total = addTokensTimes(total, price, usage, factor)
       break
     case 'image':
-      total = add(total, count(usage, 'images'), unitRate(price))
+      total = add(total, count(usage, 'images'), price.imagePrices === undefined ? unitRate(price) : { numerator: imagePrice(price.imagePrices, usage.imageTier), per: 1n })
       total = addTokensTimes(total, price, usage, factor)
       break
     case 'audio_second':

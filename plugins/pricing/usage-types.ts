@@ -8,6 +8,14 @@ export interface Usage {
   outputTokens: number
   /** The part of inputTokens served from the provider's prompt cache. */
   cachedInputTokens: number
+  /**
+   * The part of inputTokens written to the provider's prompt cache with the default (5-minute)
+   * lifetime, billed at `cache_write` (Anthropic: 1.25 × input). Absent: none. Disjoint from
+   * cachedInputTokens and cacheWrite1hTokens.
+   */
+  cacheWriteTokens?: number
+  /** The part of inputTokens written with a 1-hour lifetime, billed at `cache_write_1h` (2 × input). */
+  cacheWrite1hTokens?: number
   images: number
   /** Seconds of input audio; may be fractional (billed per started millisecond). */
   audioSeconds: number
@@ -15,6 +23,11 @@ export interface Usage {
   characters: number
   calls: number
   jobs: number
+  /**
+   * The quality and size the images were rendered at, for a list priced by both
+   * (`pricing.image_prices`): each image is billed at that entry. Absent: the list's dearest.
+   */
+  imageTier?: ImageTier
   /** True when the upstream reported the usage, false when the gateway estimated it. */
   reported: boolean
   /**
@@ -32,4 +45,10 @@ export interface FeatureUsage {
   uses: number
   /** True when the provider's answer said it; false when the declared worst case is charged. */
   reported: boolean
+}
+
+/** One entry of a per-image price table: `quality` × `size` (gpt-image-1 `high` × `1536x1024`). */
+export interface ImageTier {
+  quality: string
+  size: string
 }

@@ -53,6 +53,9 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
           characters: usage.characters,
           calls: usage.calls,
           jobs: usage.jobs,
+          ...(usage.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: usage.cacheWriteTokens }),
+          ...(usage.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: usage.cacheWrite1hTokens }),
+          ...(usage.imageTier === undefined ? {} : { imageTier: usage.imageTier }),
           ...(usage.features === undefined ? {} : { features: featureReceipts(usage, outcome.answeredModel) })
         },
     usageReported: usage?.reported ?? null,

@@ -5,6 +5,10 @@ import { createMeter, createUsageEventFilter, injectIncludeUsage, type Meter } f
 import type { Jobs } from '../jobs/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
 import { audioDurationBound } from '../pricing/audio-bound.js'
+import { askedImageTier } from '../operations/image-tier-check.js'
+import type { ImagePrices } from '../pricing/compile.js'
+import { worstImageTier } from '../pricing/image-tier.js'
+import type { RequestFacts } from '../metering/index.js'
 import type { Usage } from '../pricing/usage-types.js'
 import { answersAsStream, type Outcome, type RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
@@ -103,6 +107,12 @@ function withUsageRequested (ctx: RequestContext, body: Buffer | undefined): { b
   return injected ? { body: injected, filter: true } : { body, filter: false }
 }
 
+/** The image entry asked for, and the one the hold counted for it (charged when the answer leaves `auto` unresolved). */
+function imageTierFacts (prices: ImagePrices, body: RequestContext['body']): NonNullable<RequestFacts['imageTier']> {
+  const asked = askedImageTier(prices, body)
+  return { ...asked, worst: worstImageTier(prices, asked) }
+}
+
 /** What the meter needs to estimate usage when the upstream reports none. */
 function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolean, status: number, dropUsageEvents: boolean): Meter {
   const body = ctx.body
@@ -121,7 +131,8 @@ function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolea
       ...(body?.kind === 'json' ? { json: body.json } : {}),
       ...(body?.kind === 'multipart' ? { multipartFields: body.summary.fields } : {}),
       // What is estimated when the provider reports nothing: the bound the hold counted, never a header alone.
-      ...(audio ? { audioSeconds: audioDurationBound(audio).millis / 1000 } : {})
+      ...(audio ? { audioSeconds: audioDurationBound(audio).millis / 1000 } : {}),
+      ...(model?.price.imagePrices === undefined ? {} : { imageTier: imageTierFacts(model.price.imagePrices, body) })
     }
   })
 }

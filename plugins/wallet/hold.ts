@@ -4,9 +4,12 @@ import { authOf } from '../auth/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
 import { inputPasses, jobUnits, referencedMedia, worstFeatures } from '../operations/index.js'
+import { audioDurationBoundAsync } from '../pricing/audio-bound.js'
 import { costOf } from '../pricing/cost.js'
 import { urlMediaHold } from '../pricing/url-media.js'
 import { featuresAtWorst, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
+import { worstImageTier } from '../pricing/image-tier.js'
+import { askedImageTier } from '../operations/image-tier-check.js'
 import type { LedgerStore } from '../store/ledger/types.js'
 import type { CapRefusal, HoldCaps } from '../store/ledger/caps.js'
 import type { ApiKeyRecord } from '../store/types.js'
@@ -75,7 +78,33 @@ function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, 
   // Each URL item and inline image adds one image's most (url_media_item), for models that declare it.
   const items = urlMediaHold(model.price, media.urls + media.inlineImages)
   const usage = worstCaseUsage(input)
+  // Per-image prices by quality and size: each image at the dearest entry the request allows.
+  const prices = model.price.imagePrices
+  if (prices !== undefined) usage.imageTier = worstImageTier(prices, askedImageTier(prices, body))
+  // Prompt-cache writes: a request that marks `cache_control` may have its whole input written,
+  // at the dearest write rate it may use (1-hour writes only where it asks for them).
+  const writes = cacheWriteBound(model.price, body)
+  if (writes !== undefined) usage[writes] = usage.inputTokens - usage.cachedInputTokens
   return { cost: costOf(model.price, usage) + items, images: ctx.plan.op.meter.kind === 'images' ? usage.images : 0 }
+}
+
+const CACHE_CONTROL = Buffer.from('"cache_control"')
+const ONE_HOUR = /"ttl"\s*:\s*"1h"/
+
+/**
+ * Which cache-write field the hold counts the input as, or undefined: none when the body marks
+ * no `cache_control` (a key of that name in a JSON body; in a string it would be escaped) or
+ * when writing costs no more than plain input. A byte search, so a body of any depth costs one scan.
+ */
+export function cacheWriteBound (price: CompiledModel['price'], body: RequestContext['body']): 'cacheWriteTokens' | 'cacheWrite1hTokens' | undefined {
+  if (body?.kind !== 'json' || price.input === undefined || (price.cacheWrite === undefined && price.cacheWrite1h === undefined)) return undefined
+  if (!body.raw.includes(CACHE_CONTROL)) return undefined
+  const rate = (r: { numerator: bigint, per: bigint } | undefined): bigint => r === undefined ? 0n : r.numerator * 1_000_000_000n / r.per
+  const input = rate(price.input)
+  const five = rate(price.cacheWrite ?? price.input)
+  const hour = ONE_HOUR.test(body.raw.toString('latin1')) ? rate(price.cacheWrite1h ?? price.cacheWrite ?? price.input) : 0n
+  if (hour > five && hour > input) return 'cacheWrite1hTokens'
+  return five > input ? 'cacheWriteTokens' : undefined
 }
 
 /** The caps a key's hold is checked against, or undefined for a key without any (no extra statement). */
@@ -120,6 +149,9 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
       deps.keeper?.drop(previous.holdId)
       await deps.ledger.release(previous.holdId)
     }
+    // Uploaded files are walked for their audio bound a slice at a time, other requests served
+    // between slices; worstCase and the meter then reuse the result.
+    if (ctx.body?.kind === 'multipart') for (const file of ctx.body.summary.files) await audioDurationBoundAsync(file)
     const { cost: amount, images } = worstCase(ctx, model)
     // A job's charge comes when the job ends: its hold lives longer.
     const ttlMs = ctx.plan.op.job?.role === 'create' ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms

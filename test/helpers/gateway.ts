@@ -88,7 +88,7 @@ export function withUnreachedLimits (limits: LimitsConfig): LimitsConfig {
 export const MOCK_CONTROL_HEADERS = [
   'x-mock-status', 'x-mock-delay-ms', 'x-mock-hang', 'x-mock-chunks', 'x-mock-chunk-delay-ms',
   'x-mock-cut-after', 'x-mock-usage', 'x-mock-input-tokens', 'x-mock-job', 'x-mock-job-polls', 'x-mock-retry-after',
-  'x-mock-tool-uses', 'x-mock-audio-seconds'
+  'x-mock-tool-uses', 'x-mock-audio-seconds', 'x-mock-image-rendered', 'x-mock-cache-write'
 ]
 
 /** The config with the mock's control headers allowed upstream (a copy; the loaded one is frozen). */

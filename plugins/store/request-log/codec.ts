@@ -26,6 +26,11 @@ export function usageToJson (usage: RequestUsage | null): string | null {
     for (const [name, f] of Object.entries(usage.features)) features[name] = { uses: f.uses, reported: f.reported, charge: f.charge, price: f.price }
     out.features = features
   }
+  // Present only when the request wrote to the prompt cache or was priced by image tier: the receipt's inputs to the charge.
+  const extra = out as Record<string, unknown>
+  if (usage.cacheWriteTokens !== undefined) extra.cache_write_tokens = usage.cacheWriteTokens
+  if (usage.cacheWrite1hTokens !== undefined) extra.cache_write_1h_tokens = usage.cacheWrite1hTokens
+  if (usage.imageTier !== undefined) extra.image_tier = { quality: usage.imageTier.quality, size: usage.imageTier.size }
   return JSON.stringify(out)
 }
 
@@ -57,6 +62,18 @@ export function usageFromJson (stored: unknown): RequestUsage | null {
   }
   const features: unknown = Reflect.get(parsed, 'features')
   const out = usage as RequestUsage
+  for (const [key, field] of [['cache_write_tokens', 'cacheWriteTokens'], ['cache_write_1h_tokens', 'cacheWrite1hTokens']] as const) {
+    const v: unknown = Reflect.get(parsed, key)
+    if (v === undefined) continue
+    if (typeof v !== 'number') throw new Error(`request_log.usage.${key} is not a number`)
+    out[field] = v
+  }
+  const tier: unknown = Reflect.get(parsed, 'image_tier')
+  if (tier !== undefined) {
+    const t = tier as { quality?: unknown, size?: unknown } | null
+    if (t === null || typeof t.quality !== 'string' || typeof t.size !== 'string') throw new Error('request_log.usage.image_tier is malformed')
+    out.imageTier = { quality: t.quality, size: t.size }
+  }
   if (features !== undefined) out.features = featuresFromJson(features)
   return out
 }

@@ -7,7 +7,7 @@ import type { Usage } from '../../pricing/usage-types.js'
 export type BillingStatus = 'BILLED' | 'NOT_BILLED' | 'PENDING' | 'UNKNOWN'
 
 /** The usage units stored as numbers (every unit but the features). */
-export type UsageUnit = Exclude<keyof Usage, 'reported' | 'features'>
+export type UsageUnit = Exclude<keyof Usage, 'reported' | 'features' | 'cacheWriteTokens' | 'cacheWrite1hTokens' | 'imageTier'>
 
 /**
  * One feature on the receipt: how much it was used, whether the provider said so, and the price
@@ -23,7 +23,7 @@ export interface FeatureReceipt {
 }
 
 /** What the request consumed, in every billing unit the catalogue knows, and the features it used. */
-export type RequestUsage = Pick<Usage, UsageUnit> & {
+export type RequestUsage = Pick<Usage, UsageUnit> & Pick<Usage, 'cacheWriteTokens' | 'cacheWrite1hTokens' | 'imageTier'> & {
   /** Absent when the request used no feature. */
   features?: Record<string, FeatureReceipt>
 }

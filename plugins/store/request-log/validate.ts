@@ -38,6 +38,11 @@ function usageProblem (usage: RequestUsage): string | null {
     if (!Number.isSafeInteger(v) || v < 0) return `usage.${unit} must be a non-negative integer`
   }
   if (!isMs(usage.audioSeconds)) return 'usage.audioSeconds must be a finite number >= 0'
+  for (const unit of ['cacheWriteTokens', 'cacheWrite1hTokens'] as const) {
+    const v = usage[unit]
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) return `usage.${unit} must be a non-negative integer`
+  }
+  if (usage.imageTier !== undefined && (typeof usage.imageTier?.quality !== 'string' || typeof usage.imageTier.size !== 'string' || `${usage.imageTier.quality}${usage.imageTier.size}`.includes('\u0000'))) return 'usage.imageTier must name a quality and a size'
   if (usage.features !== undefined) {
     if (typeof usage.features !== 'object' || usage.features === null) return 'usage.features must be an object'
     for (const [name, f] of Object.entries(usage.features)) {
