@@ -78,7 +78,7 @@ t.test('genai: tools by key, query values', async (t) => {
 })
 
 t.test('an operation without features costs nothing: the walk never starts', async (t) => {
-  for (const name of ['images.generations', 'audio.transcriptions', 'videos.create', 'genai.generateImages']) {
+  for (const name of ['genai.upscaleImage', 'audio.transcriptions', 'videos.create', 'genai.generateImages']) {
     const op = featuresOf(name)
     t.equal(op.any, false, `${name} declares nothing`)
     const a = detectFeatures(op, json({ tools: [{ type: 'anything' }] }), '?alt=proto')
@@ -144,4 +144,16 @@ t.test('media by reference: URLs and file ids of every family, in one walk', asy
     contents: [{ parts: [{ fileData: { fileUri: 'gs://b/c.pdf' } }] }]
   }), { urls: 3, files: 3, inlineImages: 1, inlineUnbounded: 0 })
   t.same(countReferencedMedia({ messages: [{ role: 'user', content: 'plain text' }] }), { urls: 0, files: 0, inlineImages: 0, inlineUnbounded: 0 })
+})
+
+t.test('images: streamed partial images are refused unless a model allows them', async (t) => {
+  for (const name of ['images.generations', 'images.edits']) {
+    const op = featuresOf(name)
+    const partial = detectFeatures(op, json({ prompt: 'p', stream: true, partial_images: 2 }), '')
+    t.same(uses(partial), { partial_images: { uses: 1, param: 'partial_images' } }, `${name}: partial_images 2 marks the feature`)
+    t.match(modelFeatureRefusal(partial, model({})), { code: 'MODEL_PARAMETER_UNSUPPORTED', details: { param: 'partial_images' } }, `${name}: refused by default`)
+    t.same(detectFeatures(op, json({ prompt: 'p', stream: true, partial_images: 0 }), ''), [], `${name}: partial_images 0 (none) is nothing`)
+  }
+  const form: ParsedBody = { kind: 'multipart', raw: Buffer.alloc(0), contentType: 'multipart/form-data; boundary=b', summary: { boundary: 'b', fields: { partial_images: '1' }, files: [] } }
+  t.same(uses(detectFeatures(featuresOf('images.edits'), form, '')), { partial_images: { uses: 1, param: 'partial_images' } }, 'a multipart form field "1" marks it too')
 })
