@@ -1,4 +1,4 @@
-// npm run bench:instructions [-- <target> ...] [--requests N] [--warmup N]
+// npm run bench:instructions [-- <target> ...] [--requests N] [--warmup N] [--connections N] [--keep DIR]
 //
 // Counts the CPU instructions a target executes per request, under valgrind's callgrind. Wall
 // time and CPU time move with whatever else the machine runs (this 2-core machine's bare proxy
@@ -9,12 +9,13 @@
 //
 // Method: the target runs under `valgrind --tool=callgrind --instr-atstart=no`; a warm-up
 // (so V8 has compiled the hot code) runs uncounted, then instrumentation is switched on with
-// callgrind_control, a fixed number of requests is sent over 4 connections, instrumentation is
+// callgrind_control, a fixed number of requests is sent over 4 connections (`--connections`: one
+// measures the cost a request pays alone, with no group commit to share), instrumentation is
 // switched off and the dump's total (every thread of the process: V8's compiler and GC threads
 // too) divided by the requests. `--syscalls` counts system calls the same way, with strace -c
 // attached around the measured requests instead of valgrind.
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, chmodSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
@@ -22,12 +23,12 @@ import { compileChildren } from './child-process.js'
 import { WORKLOADS, type Workload } from './scenarios.js'
 import { startMock, targetNamed } from './targets.js'
 
-const USAGE = 'usage: npm run bench:instructions [-- <target> ...] [--requests N] [--warmup N] [--workload chat|chatStream] [--syscalls]'
+const USAGE = 'usage: npm run bench:instructions [-- <target> ...] [--requests N] [--warmup N] [--workload chat|chatStream] [--connections N] [--keep DIR] [--syscalls]'
 
-interface Options { targets: string[], requests: number, warmup: number, workloads: Workload[], syscalls: boolean }
+interface Options { targets: string[], requests: number, warmup: number, workloads: Workload[], syscalls: boolean, connections: number, keep: string | undefined }
 
 function parse (argv: readonly string[]): Options {
-  const o: Options = { targets: [], requests: 2000, warmup: 4000, workloads: [], syscalls: false }
+  const o: Options = { targets: [], requests: 2000, warmup: 4000, workloads: [], syscalls: false, connections: 4, keep: undefined }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     const value = (): number => {
@@ -38,6 +39,8 @@ function parse (argv: readonly string[]): Options {
     if (a === '--syscalls') o.syscalls = true
     else if (a === '--requests') o.requests = value()
     else if (a === '--warmup') o.warmup = value()
+    else if (a === '--connections') o.connections = value()
+    else if (a === '--keep') o.keep = argv[++i]
     else if (a === '--workload') {
       const w = WORKLOADS[argv[++i] as keyof typeof WORKLOADS]
       if (!w) throw new Error(`unknown workload\n${USAGE}`)
@@ -56,7 +59,7 @@ async function send (url: string, w: Workload, amount: number): Promise<number> 
     method: w.method,
     headers: w.headers,
     body: w.body,
-    connections: 4,
+    connections: opts.connections,
     pipelining: 1,
     amount,
     timeout: 60,
@@ -79,6 +82,7 @@ function dumpedInstructions (dir: string, pid: number): number {
 }
 
 const opts = parse(process.argv.slice(2))
+if (opts.keep !== undefined) mkdirSync(opts.keep, { recursive: true })
 const dir = mkdtempSync(join(tmpdir(), 'gw-instr-'))
 const wrapper = join(dir, 'node-under-callgrind')
 writeFileSync(wrapper, `#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --smc-check=all-non-file -q --callgrind-out-file=${dir}/cg.%p ${process.execPath} "$@"\n`)
@@ -91,7 +95,12 @@ async function countInstructions (pid: number, url: string, w: Workload): Promis
   execFileSync('callgrind_control', ['--instr=off', String(pid)], { stdio: 'ignore' })
   execFileSync('callgrind_control', ['--dump', String(pid)], { stdio: 'ignore' })
   const count = dumpedInstructions(dir, pid)
-  for (const f of readdirSync(dir)) if (f.startsWith(`cg.${pid}`)) rmSync(join(dir, f))
+  for (const f of readdirSync(dir)) {
+    if (!f.startsWith(`cg.${pid}`)) continue
+    // --keep: the dumps stay, for callgrind_annotate (native frames: SQLite, libuv, V8's runtime).
+    if (opts.keep !== undefined) renameSync(join(dir, f), join(opts.keep, `${f}.${w.name.replace(/\W+/g, '-')}`))
+    else rmSync(join(dir, f))
+  }
   return { sent, count }
 }
 
