@@ -99,6 +99,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
         upstreamView: host.upstreamView,
         control: { reload: async () => reloadAnswer(await host.reload()), instances: async () => await instances.list() },
         readiness: () => host.app.gatewayReadiness,
+        flushRequestLog: async () => { await opened.requestLog.flush() },
         ...(adminMetrics ? { metrics: adminMetrics } : {})
       })
       : null

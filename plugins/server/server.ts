@@ -124,6 +124,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
       config: opts.config,
       token: adminToken,
       clock: services.clock,
+      flushRequestLog: async () => { await services.requestLog.flush() },
       extraRoutes: async (app, ctx) => {
         upstreamAdminRoutes(upstreamView)(app)
         readinessAdminRoute(app, () => readiness)
