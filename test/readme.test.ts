@@ -47,8 +47,11 @@ const commands = (b: Block | undefined): string[] => (b?.body ?? '').split('\n')
 /** Every line of what a newcomer saw, checked at the end. */
 const transcript: Array<{ step: string, text: string }> = []
 const STACK = /^\s+at .+(:\d+:\d+\)?|\(native\)|\(<anonymous>\))$/m
-/** Warnings the README names as expected: the gateway's boot notes. */
-const DOCUMENTED = [/^model-gateway: note: /]
+/**
+ * Warnings the README names as expected: the gateway's boot notes. And npm's word about the
+ * one variable this test adds to the install (the prebuilt binary's place), not a person's.
+ */
+const DOCUMENTED = [/^model-gateway: note: /, /^npm warn Unknown env config "better-sqlite3-local-prebuilds"/]
 
 function isWarning (line: string): boolean {
   if (/^\{.*"level":\s*(40|50|60)/.test(line)) return true // a pino warn/error/fatal line
@@ -72,13 +75,13 @@ function runBoth (step: string, cwd: string, file: string, args: string[], env: 
   })
 }
 
-interface Server { child: ChildProcess, output: () => string, exited: Promise<number | null> }
+interface Server { child: ChildProcess, output: () => string, exited: Promise<{ code: number | null, signal: string | null }> }
 
 /** Starts a long-running command and waits until its output matches `ready` (or it exits). */
 async function startServer (step: string, cwd: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<Server> {
   const child = spawn(NPM, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let out = ''
-  const exited = new Promise<number | null>((resolve) => { child.on('exit', (code) => { transcript.push({ step, text: out }); resolve(code) }) })
+  const exited = new Promise<{ code: number | null, signal: string | null }>((resolve) => { child.on('exit', (code, signal) => { transcript.push({ step, text: out }); resolve({ code, signal }) }) })
   await new Promise<void>((resolve) => {
     const seen = (c: Buffer): void => {
       out += c.toString()
@@ -91,10 +94,14 @@ async function startServer (step: string, cwd: string, args: string[], env: Node
   return { child, output: () => out, exited }
 }
 
-/** Ctrl-C, as a person stops it: SIGINT to npm's process group. */
-async function stop (server: Server): Promise<number | null> {
+/**
+ * Ctrl-C, as a person stops it: SIGINT to npm's process group. True when it ended as Ctrl-C
+ * ends a command: npm exits 0 or by the signal itself (it re-raises it), never with an error code.
+ */
+async function stop (server: Server): Promise<boolean> {
   if (server.child.exitCode === null && server.child.pid !== undefined) process.kill(-server.child.pid, 'SIGINT')
-  return await server.exited
+  const { code, signal } = await server.exited
+  return code === 0 || signal === 'SIGINT'
 }
 
 t.test('the README first screen works from a fresh clone', async (t) => {
@@ -162,7 +169,7 @@ t.test('the README first screen works from a fresh clone', async (t) => {
     t.equal(listed.code, 0, 'the CLI lists it')
     t.equal((JSON.parse(listed.stdout) as { data: unknown[] }).data.length, 3, 'the same three requests')
   }
-  t.equal(await stop(demo), 0, 'Ctrl-C stops the demo cleanly')
+  t.ok(await stop(demo), 'Ctrl-C stops the demo')
 
   // 4. npm start in front of mock providers, the CLI path to a key, a billed call, its row.
   t.match(screen, /then `npm start`/, 'the README says to run npm start after the demo')
@@ -202,7 +209,7 @@ t.test('the README first screen works from a fresh clone', async (t) => {
   }
   t.match(account, /^acct_/, 'the README path gave an account')
   t.match(gatewayKey, /^sk-/, 'and a key')
-  t.equal(await stop(server), 0, 'Ctrl-C stops npm start cleanly')
+  t.ok(await stop(server), 'Ctrl-C stops npm start')
 
   // 5. What the newcomer saw: no stack trace, no warning the README does not name.
   for (const { step, text } of transcript) {
