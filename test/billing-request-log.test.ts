@@ -307,3 +307,25 @@ async function shutdownLosesNothing (t: Test, backend: Backend, slowSettle = fal
 t.test('graceful shutdown right after a burst loses no row: SQLite', async (t) => { await shutdownLosesNothing(t, 'sqlite') })
 t.test('graceful shutdown right after a burst loses no row: PostgreSQL', async (t) => { await shutdownLosesNothing(t, 'pg') })
 t.test('graceful shutdown while settlements wait on the database loses no row (PostgreSQL)', async (t) => { await shutdownLosesNothing(t, 'pg', true) })
+
+// A newcomer lists the log right after an answer: the admin listing writes the rows this
+// process still has queued first. The writer here would hold a row for an hour on its own, so
+// the row is in the listing only because the listing flushed it.
+t.test('the admin listing shows a request whose row is still queued', async (t) => {
+  const gw = await startTestGateway({ credit: '5.00', server: { adminToken: ADMIN_TOKEN }, services: { requestLogFlushMs: 3_600_000 } })
+  t.teardown(() => gw.close())
+  const admin = adminClient(gw, ADMIN_TOKEN)
+  const res = await fetch(gw.url + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.key}` },
+    body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] })
+  })
+  await res.arrayBuffer()
+  t.equal(res.status, 200, 'answered')
+  while (gw.services.requestLog.pending === 0) await sleep(5) // the finish phase queued it
+  t.equal(gw.services.requestLog.pending, 1, 'the row is queued, not stored')
+  const listed = await admin<{ data: RequestLogView[] }>('GET', `/requests?account_id=${gw.account.id}`)
+  t.equal(listed.status, 200)
+  t.same(listed.json.data.map((r) => r.request_id), [res.headers.get('x-request-id')], 'the listing shows it')
+  t.equal(gw.services.requestLog.pending, 0, 'and it is stored')
+})

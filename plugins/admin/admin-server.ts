@@ -34,6 +34,8 @@ export interface AdminServerOptions {
   currentConfig?: () => GatewayConfig
   /** The public listener's readiness, reported whole at GET /admin/v1/readyz (absent: no such route). */
   readiness?: () => ReadinessSource
+  /** Writes the gateway's queued request log rows before GET /admin/v1/requests lists them. */
+  flushRequestLog?: () => Promise<void>
 }
 
 /** Where the admin listener binds: GATEWAY_ADMIN_HOST / GATEWAY_ADMIN_PORT, else `config.admin`. */
@@ -97,6 +99,7 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.throttle ? { throttle: opts.throttle } : {}),
     ...(opts.currentConfig ? { currentConfig: opts.currentConfig } : {}),
+    ...(opts.flushRequestLog ? { flushRequestLog: opts.flushRequestLog } : {}),
     extraRoutes: async (app, ctx) => {
       upstreamAdminRoutes(opts.upstreamView ?? createUpstreamView())(app)
       if (opts.control) configAdminRoutes(app, opts.control)

@@ -29,6 +29,8 @@ export interface AdminRoutesOptions {
   catalogue?: Catalogue
   /** "Now" for key expiry checks and derived key status; default the system clock. */
   clock?: Clock
+  /** Writes the gateway's queued request log rows before GET /requests lists them (same process). */
+  flushRequestLog?: () => Promise<void>
   /**
    * Routes of later slices (credits, wallet, request log), registered inside this plugin so
    * they get the same token check, JSON parser, error envelope and `Cache-Control: no-store`.
@@ -77,7 +79,7 @@ export async function adminRoutes (app: FastifyInstance, opts: AdminRoutesOption
     ...(opts.clock ? { clock: opts.clock } : {}),
   })
   const catalogue = opts.catalogue ?? compileCatalogue(opts.config.errors, opts.config.server)
-  const ctx = admin.adminContext(opts.store, opts.currentConfig ?? opts.config, opts.clock)
+  const ctx = admin.adminContext(opts.store, opts.currentConfig ?? opts.config, opts.clock, opts.flushRequestLog)
   // Digests have equal length whatever was sent, so timingSafeEqual never leaks the token's length.
   const expected = sha256(opts.token)
 

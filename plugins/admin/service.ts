@@ -29,12 +29,18 @@ export interface AdminContext {
   readonly store: Store
   readonly config: GatewayConfig
   readonly now: () => Date
+  /**
+   * Writes the request log rows this process has queued (the gateway batches them every
+   * ~100 ms), so a listing made right after an answer shows it. Absent: nothing is queued here.
+   */
+  readonly flushRequestLog?: (() => Promise<void>) | undefined
 }
 
 /** `config` may be a reader of the config in force (the admin listener of `serve` follows reloads). */
-export function adminContext (store: Store, config: GatewayConfig | (() => GatewayConfig), clock: Clock = systemClock): AdminContext {
-  if (typeof config !== 'function') return { store, config, now: () => clock.now() }
-  return { store, get config () { return config() }, now: () => clock.now() }
+export function adminContext (store: Store, config: GatewayConfig | (() => GatewayConfig), clock: Clock = systemClock, flushRequestLog?: () => Promise<void>): AdminContext {
+  const flush = flushRequestLog === undefined ? {} : { flushRequestLog }
+  if (typeof config !== 'function') return { store, config, now: () => clock.now(), ...flush }
+  return { store, get config () { return config() }, now: () => clock.now(), ...flush }
 }
 
 // ---- input helpers -----------------------------------------------------------------------
@@ -425,6 +431,9 @@ export async function listRequests (ctx: AdminContext, query: unknown = {}): Pro
   if (before !== undefined && typeof before !== 'string') throw requestInvalid('before', 'before must be a cursor string.')
   const from = dateParam('from', q.get('from'))
   const to = dateParam('to', q.get('to'))
+  // Rows still queued in this process are written first. A failed insert stays queued for the
+  // writer's own retry (and is reported by it); the listing then shows what is stored.
+  await ctx.flushRequestLog?.().catch(() => {})
   let page
   try {
     page = await ctx.store.requestLog.list({

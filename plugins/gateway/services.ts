@@ -37,6 +37,8 @@ export interface ServiceEnv {
   unknownKeyCacheMax?: number
   /** How often the key cache reads the store's revision of keys and accounts (default 500 ms; docs/security.md). */
   keyChangePollMs?: number
+  /** Longest a request log row waits in the writer's queue before a flush (default 100 ms). */
+  requestLogFlushMs?: number
 }
 
 /** The stateful parts behind the gateway: one store, one key cache fed by one invalidation bus. */
@@ -161,6 +163,7 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
   const limitsUrl = env.limitsRedisUrl ?? env.redisUrl
   const limitsRedis = limitsUrl ? openLimitsRedis(limitsUrl, env.redisPrefix ?? 'gw:', env.limitsRedisTimeoutMs ?? 250) : undefined
   const requestLog = new RequestLogWriter(store.requestLog, {
+    ...(env.requestLogFlushMs !== undefined ? { flushIntervalMs: env.requestLogFlushMs } : {}),
     onError: (err, rows) => process.emitWarning(`request log: ${err.message} (${rows.length} rows)`)
   })
   return {

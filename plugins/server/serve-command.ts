@@ -14,12 +14,19 @@ export const SERVE_USAGE = 'serve [file]   start the gateway (config: $GATEWAY_C
 /** The prefix of every start-up failure line on stderr. */
 export const STARTUP_FAILURE_PREFIX = 'model-gateway: cannot start: '
 
+/** The prefix of each boot note on stderr (what is off, config warnings): plain words, not log JSON. */
+export const BOOT_NOTE_PREFIX = 'model-gateway: note: '
+
 /**
  * What is switched off at boot, one line each, so a newcomer sees why something answers 404 or
- * 401: the admin API without a token, providers whose credential headers are empty.
+ * 401: the admin API without a token, providers whose credential headers are empty, a data
+ * directory's generated secret. `serve` prints them plainly on stderr, apart from the JSON log.
  */
-export function offAtBoot (config: GatewayConfig, adminToken: string | undefined): string[] {
+export function offAtBoot (config: GatewayConfig, adminToken: string | undefined, secretGenerated = false): string[] {
   const lines: string[] = []
+  if (secretGenerated) {
+    lines.push('GATEWAY_SECRET is not set: the data directory\'s generated secret is used (fine for one embedded instance; set it for anything shared)')
+  }
   if (adminToken === undefined || adminToken === '') {
     lines.push('admin API is off: GATEWAY_ADMIN_TOKEN is not set (set it to create accounts and keys over HTTP; the CLI works without it)')
   }
@@ -31,7 +38,7 @@ export function offAtBoot (config: GatewayConfig, adminToken: string | undefined
       .filter(([, value]) => value.replace(/^\s*(Bearer|Basic)\b/i, '').trim() === '')
       .map(([header]) => header)
     if (empty.length > 0) {
-      lines.push(`provider ${name} has no credential: header ${empty.join(', ')} is empty (its models answer the provider's 401 until it is set)`)
+      lines.push(`provider ${name} has no credential: header ${empty.join(', ')} is empty (its models answer the provider's 401 until it is set; docs/configuration.md#environment)`)
     }
   }
   return lines
@@ -77,6 +84,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
       file,
       loaded,
       services,
+      secretNotice: false,
       onSwap: async () => { await registry?.beat() }
     })
     const host = gateway
@@ -99,11 +107,10 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
         upstreamView: host.upstreamView,
         control: { reload: async () => reloadAnswer(await host.reload()), instances: async () => await instances.list() },
         readiness: () => host.app.gatewayReadiness,
+        flushRequestLog: async () => { await opened.requestLog.flush() },
         ...(adminMetrics ? { metrics: adminMetrics } : {})
       })
       : null
-    for (const line of offAtBoot(loaded.config, adminToken)) app.log.warn(line)
-    for (const w of loaded.warnings ?? []) app.log.warn(formatProblem(w))
     const { port, host: address } = loaded.config.server
     try {
       await gateway.listen(port, address)
@@ -137,6 +144,9 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
   const adminApp = admin
   const opened = services
   const instance = registry
+  // Said once the gateway is up (a start that fails says only why, in one line).
+  for (const line of offAtBoot(loaded.config, adminToken, opened.store.secretGenerated)) process.stderr.write(BOOT_NOTE_PREFIX + line + '\n')
+  for (const w of loaded.warnings ?? []) process.stderr.write(BOOT_NOTE_PREFIX + formatProblem(w) + '\n')
   ready.log.info({ config: file, hash: loaded.hash.slice(0, 12), instance: instance.id }, 'model gateway ready')
   // SIGHUP: read the file again (the outcome is logged: 'config reloaded', or the check report).
   const onHangup = (): void => {

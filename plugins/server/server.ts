@@ -23,6 +23,11 @@ export interface ServerOptions extends Omit<GatewayOptions, 'config' | 'services
   services: GatewayServices
   /** GATEWAY_ADMIN_TOKEN: the admin API under /admin/v1 exists only when it is set. */
   adminToken?: string | undefined
+  /**
+   * Log a warning when the store runs on a generated GATEWAY_SECRET (default true). `serve` and
+   * the demo say it once, in plain words, among the boot notes instead.
+   */
+  secretNotice?: boolean
   logger?: FastifyServerOptions['logger']
   /** A logger to share instead of `logger` (a config generation logs through the first one's). */
   loggerInstance?: FastifyBaseLogger
@@ -89,7 +94,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   const stats: PipelineStats = { inflight: 0 }
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.decorate('gatewayStats', stats)
-  const { services, logger: _logger, adminToken, metrics: givenMetrics, serverFactory: _factory, configState: givenState, loggerInstance: _loggerInstance, ...gatewayOptions } = opts
+  const { services, logger: _logger, adminToken, secretNotice = true, metrics: givenMetrics, serverFactory: _factory, configState: givenState, loggerInstance: _loggerInstance, ...gatewayOptions } = opts
   const configState: ConfigState = { hash: configHash(opts.config) }
   const readiness = readinessProbe({ store: services.store, redis: services.store.bus instanceof RedisInvalidationBus, config: givenState ?? (() => configState), closing: () => stats.closing === true })
   app.decorate('gatewayReadiness', readiness)
@@ -100,7 +105,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     : metricsSettings.enabled ? new GatewayMetrics({ defaultMetrics: metricsSettings.default_metrics }) : null
   app.decorate('gatewayMetrics', metrics)
   if (metrics !== null && metricsSettings.listener === 'public') metricsRoute(app, metrics, metricsSettings.path)
-  if (services.store.secretGenerated) {
+  if (secretNotice && services.store.secretGenerated) {
     app.log.warn('GATEWAY_SECRET is not set: using the generated secret in the data directory (embedded dev mode only)')
   }
   // A graceful shutdown lets in-flight answers finish (up to the grace period), then closes
@@ -124,6 +129,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
       config: opts.config,
       token: adminToken,
       clock: services.clock,
+      flushRequestLog: async () => { await services.requestLog.flush() },
       extraRoutes: async (app, ctx) => {
         upstreamAdminRoutes(upstreamView)(app)
         readinessAdminRoute(app, () => readiness)

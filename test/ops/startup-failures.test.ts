@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test as Tap } from 'tap'
-import { STARTUP_FAILURE_PREFIX } from '../../plugins/server/serve-command.js'
+import { BOOT_NOTE_PREFIX, STARTUP_FAILURE_PREFIX } from '../../plugins/server/serve-command.js'
 import { builtCli } from '../helpers/built-cli.js'
 import { ROOT } from '../helpers/paths.js'
 
@@ -121,6 +121,8 @@ t.test('a good start says what is off, one line each', async (t) => {
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
+  let err = ''
+  child.stderr.on('data', (c: Buffer) => { err += c.toString() })
   await new Promise<void>((resolve) => {
     child.stdout.on('data', (c: Buffer) => {
       out += c.toString()
@@ -130,10 +132,15 @@ t.test('a good start says what is off, one line each', async (t) => {
   })
   const code = await new Promise<number | null>((resolve) => { child.on('exit', resolve); child.kill('SIGTERM') })
   t.equal(code, 0, 'a clean stop exits 0')
-  const messages = out.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { msg: string }).msg)
+  // The notes are plain lines on stderr, apart from the JSON log on stdout.
+  const notes = err.split('\n').filter((l) => l !== '')
+  t.ok(notes.every((l) => l.startsWith(BOOT_NOTE_PREFIX)), 'stderr holds boot notes only, each a plain line')
+  const messages = notes.map((l) => l.slice(BOOT_NOTE_PREFIX.length))
   t.equal(messages.filter((m) => m.startsWith('admin API is off')).length, 1, 'the admin API is off: one line')
   t.ok(messages.some((m) => m.startsWith('provider anthropic has no credential: header x-api-key is empty')), 'anthropic has no credential')
   t.ok(messages.some((m) => m.startsWith('provider genai has no credential')), 'genai has no credential')
   t.notOk(messages.some((m) => m.startsWith('provider openai has no credential')), 'openai has one')
-  t.notOk(out.includes('sk-test-not-empty'), 'the credential is not logged')
+  t.ok(messages.some((m) => m.startsWith('GATEWAY_SECRET is not set')), 'the generated secret is said once')
+  t.notOk(out.split('\n').some((l) => /has no credential|admin API is off|GATEWAY_SECRET/.test(l)), 'and not repeated as JSON log lines')
+  t.notOk((out + err).includes('sk-test-not-empty'), 'the credential is not logged')
 })
