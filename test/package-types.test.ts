@@ -3,15 +3,15 @@
 // under strict NodeNext settings with exactly three errors: the three wrong uses it holds, each
 // marked WRONG. Missing types fail the import; `any` types would let the wrong uses through.
 import t from 'tap'
+import { ROOT } from './helpers/paths.js'
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { builtCli } from './helpers/built-cli.js'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const root = ROOT
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 
 const CONSUMER = `

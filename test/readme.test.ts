@@ -15,16 +15,16 @@
 // built, as the prebuilt binary it would otherwise download or compile; everything else the
 // install does runs as a person's would. docs/testing.md has the measured figures.
 import t from 'tap'
+import { ROOT } from './helpers/paths.js'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { startMockUpstream } from './fixtures/mock-upstream.js'
 
 t.setTimeout(900_000)
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const root = ROOT
 const README = readFileSync(join(root, 'README.md'), 'utf8')
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
