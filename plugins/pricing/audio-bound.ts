@@ -224,7 +224,6 @@ export function adtsFramesMillis (b: Buffer): number {
   return sum.millis()
 }
 
-
 // Ogg Opus. Every "OggS" capture pattern in the file with version 0 and a segment table that fits
 // is taken for a page (a decoder plays no page this walk does not see; a false match only adds),
 // and every packet starting in it (a segment run, lacing values of 255 joining segments) adds the
