@@ -19,6 +19,7 @@ import type { RequestLogRow } from '../plugins/store/request-log/types.js'
 import type { Store } from '../plugins/store/index.js'
 import { nanos, sleep, storeRows } from './helpers/billing.js'
 import { forgedAdpcmWav, forgedFlac } from './helpers/forged-audio.js'
+import { oggOpus, tinyPackets } from './helpers/ogg-opus.js'
 import { startTestGateway, UNREACHED_LIMIT, type Backend, type TestGateway } from './helpers/gateway.js'
 import { allEntries } from './helpers/ledger.js'
 import { modelOf, readRepoConfig } from './helpers/test-config.js'
@@ -37,13 +38,13 @@ function mp3 (frames: number): Buffer {
   return Buffer.concat(Array.from({ length: frames }, () => frame))
 }
 const MP3 = mp3(600)
-const OPAQUE = Buffer.concat([Buffer.from('OggS'), Buffer.alloc(64 * 1024, 0x5a)])
+/** Ogg Opus of one-byte 60 ms packets, its granule positions forged to 0: 600 s in ~26 KiB. */
+const OPUS = oggOpus(tinyPackets(10_000), { granule: () => 0n })
 const AUDIO = {
   flac: { file: FLAC.file, name: 'a.flac', type: 'audio/flac', seconds: FLAC.seconds },
   wav: { file: WAV.file, name: 'a.wav', type: 'audio/wav', seconds: WAV.seconds },
   mp3: { file: MP3, name: 'a.mp3', type: 'audio/mpeg', seconds: 600 * 1152 / 32000 },
-  // Unknown bytes play nothing a decoder finds; the 8 kbit/s assumption is the most a provider is let report.
-  ogg: { file: OPAQUE, name: 'a.ogg', type: 'audio/ogg', seconds: OPAQUE.length / 1000 }
+  ogg: { file: OPUS.file, name: 'a.ogg', type: 'audio/ogg', seconds: OPUS.ms / 1000 }
 } as const
 type AudioName = keyof typeof AUDIO
 

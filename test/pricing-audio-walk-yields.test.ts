@@ -6,6 +6,7 @@
 import { createServer, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { oggOpus, tinyPackets } from './helpers/ogg-opus.js'
 import fc from 'fast-check'
 import { audioDurationBound, audioDurationBoundAsync, WALK_SLICE_BYTES } from '../plugins/pricing/audio-bound.js'
 import { forgedAdpcmWav, forgedFlac } from './helpers/forged-audio.js'
@@ -31,6 +32,7 @@ t.test('the async walk gives the synchronous bound, for every format it reads', 
     ['forged FLAC', flac],
     ['forged IMA-ADPCM WAV', forgedAdpcmWav(2 * 1024 * 1024).file],
     ['MP3', mp3Frames(20_000)],
+    ['Ogg Opus of one-byte packets, granules forged to 0, pages across slice edges', oggOpus(tinyPackets(300_000), { granule: () => 0n }).file],
     ['unknown bytes with stray frame syncs', Buffer.concat([Buffer.from('OggS'), Buffer.alloc(3 * WALK_SLICE_BYTES + 17, 0xff)])]
   ]
   for (const [name, b] of files) {

@@ -1,24 +1,24 @@
 // The longest an uploaded audio file can play, for the worst-case hold of per-second
 // transcription: the larger of what its header claims (audio-duration.ts) and a bound the bytes
 // themselves give, so a forged header (a FLAC STREAMINFO of 1 sample, an IMA-ADPCM WAV with a
-// huge byte rate) can lower neither. The bound from the bytes, by format:
+// huge byte rate, an Ogg granule position) can lower neither. The bound from the bytes, by format:
 //
 //   WAV, PCM family    data bytes / (sample rate × block align): the decoder's own arithmetic.
 //   WAV, ADPCM (MS, IMA) two samples per data byte per channel at the header's rate (4 bits a
 //                      sample; block headers only make it shorter).
-//   WAV, other codecs  two samples per data byte at the header's rate (no codec in a WAV is below
-//                      4 bits... G.723.1 is near 0.7: half a bit a sample covers it), and at least
-//                      size / LOWEST_BYTES_PER_SECOND.
 //   FLAC               every frame header in the file (sync code, valid fields, CRC-8) adds its
 //                      block size at its sample rate (the lower of the frame's and STREAMINFO's).
 //                      Every frame a decoder plays is counted; a false match only adds.
 //   MP3                every valid MPEG audio frame header in the file (free format included)
-//                      adds its samples at its rate (same reasoning); without the file's bytes,
-//                      size at 8 kbit/s, the lowest MPEG bitrate.
-//   anything else      size / LOWEST_BYTES_PER_SECOND (8 kbit/s), and every raw FLAC, MPEG or
-//                      ADTS AAC frame found, whichever is longest. The 8 kbit/s is an
-//                      assumption, not a codec minimum: Ogg/WebM Opus with DTX silence or MP4
-//                      audio can be stored below it (README, Limits).
+//                      adds its samples at its rate (same reasoning).
+//   AAC in ADTS        every ADTS frame header adds 1,024 samples per raw data block at its rate.
+//   Ogg Opus           every packet of every page adds the most its TOC byte lets it play
+//                      (OggWalk below), whatever the granule positions say.
+//   anything else      no true bound: WebM/Matroska, MP4/M4A, Ogg Vorbis/FLAC/Speex, a WAV
+//                      codec other than PCM or ADPCM, unknown bytes. `refused` names the format,
+//                      and the hold refuses a request priced per second of audio
+//                      (REQUEST_MEDIA_TYPE_UNSUPPORTED, 415): Opus with DTX or AAC silence can be
+//                      stored far below any bitrate a size bound would assume.
 // The header claim keeps its own floor: a file shorter than it claims is held for the claim.
 // The bound is rounded up to a whole second: providers report transcribed audio in whole
 // seconds (`usage: { type: 'duration', seconds }`), so a 6,534.4 s file may be billed 6,535 s.
@@ -43,6 +43,12 @@ export interface AudioBound {
   /** The bound from the bytes. */
   bytesMillis: number
   source: DurationSource
+  /**
+   * Set when the bytes give no true bound (WebM, MP4/M4A, Ogg other than Opus, a WAV codec other
+   * than PCM or ADPCM, unknown bytes): the format's name. `millis` is then only size / 1000 s, and
+   * a request priced per second of audio is refused (REQUEST_MEDIA_TYPE_UNSUPPORTED).
+   */
+  refused?: string
 }
 
 const ceilDiv = (a: bigint, b: bigint): number => Number((a + b - 1n) / b)
@@ -72,19 +78,6 @@ class SampleSum {
 
 const PCM_FORMATS: ReadonlySet<number> = new Set([1, 3, 6, 7])
 const ADPCM_FORMATS: ReadonlySet<number> = new Set([2, 0x11])
-
-/** The WAV bound from its fmt and data chunks in `head`; null when they are not there. */
-function wavBytesMillis (head: Buffer, size: number): number | null {
-  const layout = wavLayout(head, size)
-  const fmt = layout?.fmt
-  if (layout == null || fmt == null || fmt.rate === 0) return null
-  const format = fmt.subFormat ?? fmt.format
-  const bytes = BigInt(layout.dataBytes)
-  const rate = BigInt(fmt.rate)
-  if (PCM_FORMATS.has(format) && fmt.blockAlign > 0) return ceilDiv(bytes * 1000n, rate * BigInt(fmt.blockAlign))
-  if (ADPCM_FORMATS.has(format)) return ceilDiv(bytes * 2n * 1000n, BigInt(Math.max(1, fmt.channels)) * rate)
-  return Math.max(ceilDiv(bytes * 2n * 1000n, rate), sizeBoundMillis(size))
-}
 
 const FLAC_RATES = [0, 88200, 176400, 192000, 8000, 16000, 22050, 24000, 32000, 44100, 48000, 96000]
 
@@ -231,49 +224,202 @@ export function adtsFramesMillis (b: Buffer): number {
   return sum.millis()
 }
 
-/** The format the bytes are, for the bound: the claim reader's, or FLAC by its marker (a FLAC of unknown length claims nothing). */
-function formatOf (head: Buffer, claimed: DurationSource): DurationSource {
-  if (claimed !== 'size-bound') return claimed
-  return streamInfoRate(head) > 0 ? 'flac' : 'size-bound'
+// Ogg Opus. Every "OggS" capture pattern in the file with version 0 and a segment table that fits
+// is taken for a page (a decoder plays no page this walk does not see; a false match only adds),
+// and every packet starting in it (a segment run, lacing values of 255 joining segments) adds the
+// most its TOC byte lets it play (RFC 6716, 3.1–3.2): the configuration's frame size (2.5 to 60 ms)
+// times its frames (code 0: one; 1 and 2: two; 3: the count byte's), at most 120 ms a packet; a
+// packet a decoder must reject (no count byte, zero frames, over 120 ms) or an empty one (packet
+// loss: a decoder may conceal up to 120 ms) counts 120 ms. The part of a packet continued from the
+// page before counts as one more packet (over-counting a packet never lowers the bound). The
+// OpusHead and OpusTags packets (their TOC bytes would mean 960 ms, which no decoder plays) add
+// nothing. Granule positions only ever raise the bound (the claim), never lower it.
+
+const OPUS_MAX_SAMPLES = 5760 // 120 ms at 48 kHz, the longest a packet can play
+const SILK_SAMPLES = [480, 960, 1920, 2880]
+const HYBRID_SAMPLES = [480, 960]
+const CELT_SAMPLES = [120, 240, 480, 960]
+
+/** Samples at 48 kHz the Opus packet at `start`, `length` bytes long, can decode to. */
+export function opusPacketSamples (b: Buffer, start: number, length: number): number {
+  if (length === 0) return OPUS_MAX_SAMPLES
+  const toc = b[start] as number
+  const config = toc >> 3
+  const frame = config < 12 ? SILK_SAMPLES[config & 3] as number : config < 16 ? HYBRID_SAMPLES[config & 1] as number : CELT_SAMPLES[config & 3] as number
+  const code = toc & 3
+  let frames: number
+  if (code === 0) frames = 1
+  else if (code !== 3) frames = 2
+  else if (length < 2 || start + 1 >= b.length) return OPUS_MAX_SAMPLES
+  else frames = (b[start + 1] as number) & 0x3f
+  const samples = frames * frame
+  return frames === 0 || samples > OPUS_MAX_SAMPLES ? OPUS_MAX_SAMPLES : samples
 }
 
-/** The frame walks a format needs, each adding the frames that start in [from, to) to its own sum. */
-function walksFor (whole: Buffer, source: DurationSource): Array<{ sum: SampleSum, walk: (from: number, to: number, sum: SampleSum) => void }> {
-  switch (source) {
-    case 'wav': return []
-    case 'flac': {
-      const info = streamInfoRate(whole)
-      return [{ sum: new SampleSum(), walk: (from, to, sum) => flacFrames(whole, from, to, sum, info) }]
+/** What the first packet of a stream (its BOS page) says the codec is. */
+function oggCodec (b: Buffer, at: number): string {
+  if (tag(b, at, 'OpusHead')) return 'opus'
+  if (tag(b, at, '\x01vorbis')) return 'Ogg Vorbis'
+  if (tag(b, at, '\x7fFLAC')) return 'Ogg FLAC'
+  if (tag(b, at, 'Speex   ')) return 'Ogg Speex'
+  if (tag(b, at, '\x80theora')) return 'Ogg Theora'
+  return 'Ogg with an unknown codec'
+}
+
+const NO_GRANULE = 0xffffffffffffffffn
+
+/** The walk of an Ogg file's pages: the Opus bound, the granule claim, and any stream that is not Opus. */
+class OggWalk {
+  private samples = 0n
+  private readonly granules = new Map<number, bigint>()
+  opus = 0
+  other: string | null = null
+
+  walk (b: Buffer, from: number, to: number): void {
+    const end = Math.min(to, b.length - 27)
+    for (let i = from; i < end; i++) {
+      if (b[i] !== 0x4f) {
+        i = b.indexOf(0x4f, i)
+        if (i === -1 || i >= end) break
+      }
+      if (b[i + 1] !== 0x67 || b[i + 2] !== 0x67 || b[i + 3] !== 0x53 || b[i + 4] !== 0) continue
+      this.page(b, i)
     }
-    case 'mp3': return [{ sum: new SampleSum(), walk: (from, to, sum) => mpegFrames(whole, from, to, sum) }]
-    // A format the claim reader does not know: every frame of the formats a decoder might still
-    // find in it (raw FLAC frames, free-format MPEG, ADTS AAC), which can be stored below 8 kbit/s.
-    case 'size-bound': {
-      const info = streamInfoRate(whole)
-      return [
-        { sum: new SampleSum(), walk: (from, to, sum) => flacFrames(whole, from, to, sum, info) },
-        { sum: new SampleSum(), walk: (from, to, sum) => mpegFrames(whole, from, to, sum) },
-        { sum: new SampleSum(), walk: (from, to, sum) => adtsFrames(whole, from, to, sum) }
-      ]
+  }
+
+  private page (b: Buffer, i: number): void {
+    const flags = b[i + 5] as number
+    const segments = b[i + 26] as number
+    const table = i + 27
+    if ((flags & 0xf8) !== 0 || table + segments > b.length) return
+    const granule = b.readBigUInt64LE(i + 6)
+    const serial = b.readUInt32LE(i + 14)
+    if (granule !== NO_GRANULE && granule > (this.granules.get(serial) ?? 0n)) this.granules.set(serial, granule)
+    let pos = table + segments
+    let start = pos
+    let length = 0
+    let open = false
+    let first = true
+    for (let k = 0; k < segments; k++) {
+      const lace = b[table + k] as number
+      if (!open) { start = pos; length = 0; open = true }
+      length += lace
+      pos += lace
+      if (lace < 255) { this.packet(b, start, length, first && (flags & 2) !== 0); first = false; open = false }
     }
+    if (open) this.packet(b, start, length, first && (flags & 2) !== 0)
+  }
+
+  private packet (b: Buffer, start: number, length: number, bos: boolean): void {
+    if (length > 0 && start >= b.length) return
+    if (bos) {
+      const codec = oggCodec(b, start)
+      if (codec === 'opus') this.opus++
+      else this.other ??= codec
+    }
+    if (length >= 8 && (tag(b, start, 'OpusHead') || tag(b, start, 'OpusTags'))) return
+    this.samples += BigInt(opusPacketSamples(b, start, length))
+  }
+
+  millis (): number {
+    return ceilDiv(this.samples * 1000n, 48000n)
+  }
+
+  /** The granule positions' claim: each stream's highest, at 48 kHz (the pre-skip ignored: it only lowers it). */
+  claimMillis (): number {
+    let total = 0n
+    for (const g of this.granules.values()) total += g
+    return ceilDiv(total * 1000n, 48000n)
   }
 }
 
-/** The bound from the bytes, given the walks' results (the longest); `null` walks: only the head is known. */
-function bytesMillisOf (file: AudioFile, source: DurationSource, walked: number[] | null): number {
-  if (source === 'wav') return wavBytesMillis(file.head, file.size) ?? sizeBoundMillis(file.size)
-  if (walked === null) return sizeBoundMillis(file.size)
-  const frames = Math.max(0, ...walked)
-  // An unknown format keeps the size floor beside its frames.
-  return source === 'size-bound' ? Math.max(sizeBoundMillis(file.size), frames) : frames
+/** The formats the bound is true for, as the refusal names them. */
+export const BOUNDED_FORMATS = 'WAV (PCM or MS/IMA ADPCM), FLAC, MP3, AAC in ADTS, or Ogg Opus'
+
+/** Where an ADTS stream starts (after an ID3 tag), or -1. */
+function adtsStart (head: Buffer): number {
+  const at = tag(head, 0, 'ID3') && head.length >= 10 ? 10 + ((((head[6] ?? 0) & 0x7f) << 21) | (((head[7] ?? 0) & 0x7f) << 14) | (((head[8] ?? 0) & 0x7f) << 7) | ((head[9] ?? 0) & 0x7f)) : 0
+  return head[at] === 0xff && ((head[at + 1] ?? 0) & 0xf6) === 0xf0 ? at : -1
 }
 
-function boundOf (file: AudioFile, claim: ReturnType<typeof readAudioDuration>, source: DurationSource, walked: number[] | null): AudioBound {
-  // A header that claims nothing readable leaves the bound to the bytes (which keep the size floor where no frame is counted).
-  const claimMillis = claim.source === 'size-bound' ? 0 : claim.millis
-  const bytes = bytesMillisOf(file, source, walked)
+/** The name of a format the bytes give no true bound for. */
+function unboundedName (head: Buffer): string {
+  if (tag(head, 0, '\x1aE\xdf\xa3')) return 'WebM/Matroska'
+  if (tag(head, 4, 'ftyp')) return 'MP4/M4A'
+  if (tag(head, 0, 'FORM')) return 'AIFF'
+  if (tag(head, 0, 'caff')) return 'CAF'
+  if (tag(head, 0, '#!AMR')) return 'AMR'
+  if (tag(head, 0, 'RIFF')) return 'RIFF without a WAVE data chunk'
+  return 'an unrecognised format'
+}
+
+type Format = 'wav' | 'flac' | 'mp3' | 'ogg' | 'adts' | 'unbounded'
+
+/** The format the bytes are, for the bound: the claim reader's, FLAC by its marker (a FLAC of unknown length claims nothing), Ogg, ADTS. */
+function formatOf (head: Buffer, claimed: DurationSource): Format {
+  if (claimed !== 'size-bound') return claimed
+  if (streamInfoRate(head) > 0) return 'flac'
+  if (tag(head, 0, 'OggS')) return 'ogg'
+  if (adtsStart(head) >= 0) return 'adts'
+  return 'unbounded'
+}
+
+interface Walk { step: (from: number, to: number) => void, millis: () => number }
+
+function sampleWalk (walk: (from: number, to: number, sum: SampleSum) => void): Walk {
+  const sum = new SampleSum()
+  return { step: (from, to) => walk(from, to, sum), millis: () => sum.millis() }
+}
+
+/** The frame walks a format needs, each adding what starts in [from, to). */
+function walksFor (whole: Buffer, format: Format, ogg: OggWalk): Walk[] {
+  switch (format) {
+    case 'wav': case 'unbounded': return []
+    case 'flac': {
+      const info = streamInfoRate(whole)
+      return [sampleWalk((from, to, sum) => flacFrames(whole, from, to, sum, info))]
+    }
+    case 'mp3': return [sampleWalk((from, to, sum) => mpegFrames(whole, from, to, sum))]
+    case 'adts': return [sampleWalk((from, to, sum) => adtsFrames(whole, from, to, sum))]
+    case 'ogg': return [{ step: (from, to) => ogg.walk(whole, from, to), millis: () => ogg.millis() }]
+  }
+}
+
+/** The WAV bound, or why there is none. */
+function wavBound (file: AudioFile, whole: Buffer | null): { millis: number } | { refused: string } {
+  // The data chunk may start past the 64 KiB head (a large LIST chunk before it): the whole file then.
+  const layout = wavLayout(file.head, file.size) ?? (whole === null ? null : wavLayout(whole, file.size))
+  const fmt = layout?.fmt
+  if (layout == null || fmt == null || fmt.rate === 0) return { refused: 'WAV without a readable fmt and data chunk' }
+  const format = fmt.subFormat ?? fmt.format
+  const bytes = BigInt(layout.dataBytes)
+  const rate = BigInt(fmt.rate)
+  if (PCM_FORMATS.has(format) && fmt.blockAlign > 0) return { millis: ceilDiv(bytes * 1000n, rate * BigInt(fmt.blockAlign)) }
+  if (ADPCM_FORMATS.has(format)) return { millis: ceilDiv(bytes * 2n * 1000n, BigInt(Math.max(1, fmt.channels)) * rate) }
+  return { refused: `WAV with codec 0x${format.toString(16).padStart(4, '0')}` }
+}
+
+function boundOf (file: AudioFile, claim: ReturnType<typeof readAudioDuration>, format: Format, whole: Buffer | null, walks: Walk[] | null, ogg: OggWalk): AudioBound {
+  const size = sizeBoundMillis(file.size)
+  const refuse = (name: string): AudioBound => ({ millis: Math.ceil(size / 1000) * 1000, claimMillis: 0, bytesMillis: size, source: claim.source, refused: name })
+  let claimMillis = claim.source === 'size-bound' ? 0 : claim.millis
+  let bytes: number
+  if (format === 'unbounded') return refuse(unboundedName(file.head))
+  if (format === 'wav') {
+    const wav = wavBound(file, whole)
+    if ('refused' in wav) return refuse(wav.refused)
+    bytes = wav.millis
+  } else {
+    if (walks === null) return refuse('a file whose bytes are not all known')
+    if (format === 'ogg') {
+      if (ogg.other !== null) return refuse(ogg.other)
+      if (ogg.opus === 0) return refuse('Ogg without an Opus stream')
+      claimMillis = ogg.claimMillis()
+    }
+    bytes = Math.max(0, ...walks.map((w) => w.millis()))
+  }
   const millis = Math.ceil(Math.max(claimMillis, bytes) / 1000) * 1000
-  return { millis, claimMillis, bytesMillis: bytes, source }
+  return { millis, claimMillis, bytesMillis: bytes, source: claim.source }
 }
 
 /** Bounds computed by audioDurationBoundAsync, so that the hold and the meter reuse them. */
@@ -284,11 +430,12 @@ export function audioDurationBound (file: AudioFile): AudioBound {
   const known = computed.get(file)
   if (known !== undefined) return known
   const claim = readAudioDuration(file.head, file.size)
-  const source = formatOf(file.head, claim.source)
-  const whole = source === 'wav' ? null : wholeFile(file)
-  const walks = whole === null ? null : walksFor(whole, source)
-  if (whole !== null && walks !== null) for (const w of walks) w.walk(0, whole.length, w.sum)
-  return boundOf(file, claim, source, walks === null ? null : walks.map((w) => w.sum.millis()))
+  const format = formatOf(file.head, claim.source)
+  const whole = format === 'unbounded' ? null : wholeFile(file)
+  const ogg = new OggWalk()
+  const walks = whole === null ? null : walksFor(whole, format, ogg)
+  if (whole !== null && walks !== null) for (const w of walks) w.step(0, whole.length)
+  return boundOf(file, claim, format, whole, walks, ogg)
 }
 
 /** Bytes walked between two turns of the event loop: a few milliseconds of work. */
@@ -305,22 +452,23 @@ export async function audioDurationBoundAsync (file: AudioFile): Promise<AudioBo
   const known = computed.get(file)
   if (known !== undefined) return known
   const claim = readAudioDuration(file.head, file.size)
-  const source = formatOf(file.head, claim.source)
+  const format = formatOf(file.head, claim.source)
   let whole: Buffer | null = null
-  if (source !== 'wav') {
+  if (format !== 'unbounded') {
     // Joining the pieces copies the file: a yield before and after it too.
     await nextTurn()
     whole = wholeFile(file)
   }
-  const walks = whole === null ? null : walksFor(whole, source)
+  const ogg = new OggWalk()
+  const walks = whole === null ? null : walksFor(whole, format, ogg)
   if (whole !== null && walks !== null) {
     for (let from = 0; from < whole.length; from += WALK_SLICE_BYTES) {
       await nextTurn()
       const to = Math.min(whole.length, from + WALK_SLICE_BYTES)
-      for (const w of walks) w.walk(from, to, w.sum)
+      for (const w of walks) w.step(from, to)
     }
   }
-  const bound = boundOf(file, claim, source, walks === null ? null : walks.map((w) => w.sum.millis()))
+  const bound = boundOf(file, claim, format, whole, walks, ogg)
   computed.set(file, bound)
   return bound
 }

@@ -26,8 +26,9 @@
 // characters    Unicode code points of a string `input` (speech); otherwise the body size, since a
 //               code point is at least one byte.
 // audioSeconds  per uploaded file, the larger of what its header claims and what its bytes allow
-//               (audio-bound.ts: the WAV decoder's arithmetic, every FLAC or MP3 frame in the
-//               file, else size / 1000 s at 8 kbit/s); the body size bound when there is no file.
+//               (audio-bound.ts: the WAV decoder's arithmetic, every FLAC, MP3 or ADTS frame,
+//               every Ogg Opus packet's TOC duration; a format with no true bound is refused by
+//               the hold); the body size bound when there is no file.
 // calls         1.
 // jobs          the job's units (`jobUnits`: the product of the operation's `bounds.job_units`,
 //               video seconds × videos, from operations/billable-parameters.ts), else 1.

@@ -4,7 +4,7 @@ import { authOf } from '../auth/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { CompiledModel } from '../models/catalogue.js'
 import { inputPasses, jobUnits, referencedMedia, worstFeatures } from '../operations/index.js'
-import { audioDurationBoundAsync } from '../pricing/audio-bound.js'
+import { audioDurationBoundAsync, BOUNDED_FORMATS } from '../pricing/audio-bound.js'
 import { costOf } from '../pricing/cost.js'
 import { urlMediaHold } from '../pricing/url-media.js'
 import { featuresAtWorst, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
@@ -151,7 +151,15 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
     }
     // Uploaded files are walked for their audio bound a slice at a time, other requests served
     // between slices; worstCase and the meter then reuse the result.
-    if (ctx.body?.kind === 'multipart') for (const file of ctx.body.summary.files) await audioDurationBoundAsync(file)
+    if (ctx.body?.kind === 'multipart') {
+      for (const file of ctx.body.summary.files) {
+        const bound = await audioDurationBoundAsync(file)
+        // Priced per second of audio: a file whose bytes bound no duration is refused, not held at a guess.
+        if (bound.refused !== undefined && model.price.unit === 'audio_second') {
+          throw gatewayError('REQUEST_MEDIA_TYPE_UNSUPPORTED', { param: file.field, detail: `The gateway cannot bound the duration of audio in ${bound.refused}, so it cannot hold for it; send ${BOUNDED_FORMATS} (convert the file first).` })
+        }
+      }
+    }
     const { cost: amount, images } = worstCase(ctx, model)
     // A job's charge comes when the job ends: its hold lives longer.
     const ttlMs = ctx.plan.op.job?.role === 'create' ? deps.config.job_hold_ttl_ms : deps.config.hold_ttl_ms
