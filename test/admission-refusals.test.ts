@@ -65,7 +65,10 @@ t.teardown(() => plain.close())
 const catalogue = (gw.config.errors as ErrorsConfig).catalogue
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(200, 7)])
-const MP3 = Buffer.concat([Buffer.from('ID3'), Buffer.alloc(500, 1)])
+// An ID3 tag then three MPEG-1 Layer III frames (128 kbit/s, 44.1 kHz: 417 bytes each): audio the
+// transcription hold can bound by its frames.
+const MP3_FRAME = Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x64]), Buffer.alloc(413)])
+const MP3 = Buffer.concat([Buffer.from('ID3'), Buffer.from([3, 0, 0, 0, 0, 0, 0]), MP3_FRAME, MP3_FRAME, MP3_FRAME])
 const b64 = (bytes: number): string => Buffer.alloc(bytes, 0x41).toString('base64')
 
 const genaiPath = (model: string, action = 'generateContent'): string => `/genai/v1beta/models/${encodeURIComponent(model)}:${action}`
@@ -207,8 +210,10 @@ t.test('every code of the table is answered by the plain repository config when 
   // Rows whose refusal comes from a declaration this slice added (not the existing capability
   // checks). The service tiers are not among them: the repository config ships each model's tiers
   // (the providers' facts), so a tier the provider does not serve is refused out of the box (next test).
+  // Nor is a PNG sent as audio: where audio is priced per second the wallet refuses what it cannot
+  // bound, declared or not (the test after next).
   const declared = TABLE.filter((r) => !['MODEL_VISION_UNSUPPORTED', 'MODEL_AUDIO_INPUT_UNSUPPORTED', 'MODEL_VIDEO_INPUT_UNSUPPORTED', 'MODEL_SERVICE_TIER_UNAVAILABLE'].includes(r.code) &&
-    !r.req.path.includes('veo-image-only') && !r.req.path.includes('veo-text-only'))
+    !r.req.path.includes('veo-image-only') && !r.req.path.includes('veo-text-only') && r.what !== 'a PNG sent as audio')
   for (const row of declared) {
     await t.test(`${row.code} (${row.family}): ${row.what} passes without the declaration`, async (t) => {
       // Not reset between rows: a reset mock would hand out a job id this store already recorded.
@@ -219,6 +224,15 @@ t.test('every code of the table is answered by the plain repository config when 
       t.equal(plain.mock.calls.length, calls + 1, 'forwarded to the upstream once')
     })
   }
+})
+
+t.test('the plain repository config refuses a PNG sent as audio: its duration cannot be bounded', async (t) => {
+  const row = TABLE.find((r) => r.what === 'a PNG sent as audio')
+  if (row === undefined) throw new Error('no PNG row')
+  const calls = plain.mock.calls.length
+  const res = await send(plain, row.req)
+  await expectRefusal(t, res, row.family, 'REQUEST_MEDIA_TYPE_UNSUPPORTED', 'file')
+  t.equal(plain.mock.calls.length, calls, 'not forwarded')
 })
 
 t.test('the plain repository config refuses a service tier the provider does not serve', async (t) => {
@@ -265,7 +279,6 @@ t.test('changing one YAML value changes the behaviour: a cap, a pattern, a capab
 t.test('accepted inputs pass the declared checks', async (t) => {
   const ok: Array<{ what: string, req: Req }> = [
     { what: 'an MP3 named .wav', req: transcription(MP3, 'speech.wav', 'audio/wav') },
-    { what: 'an MP4 recording (video/mp4) to a transcription model', req: transcription(MP4, 'meeting.mp4', 'video/mp4') },
     { what: 'a PNG to an image-editing model (no vision needed)', req: edit(PNG, 'a.png', 'image/png') },
     { what: 'a WAV under the cap', req: transcription(wavFile(1000), 'a.wav', 'audio/wav') },
     { what: 'an inline image under the cap', req: chat({}, [{ type: 'image_url', image_url: { url: `data:image/png;base64,${b64(512)}` } }]) },
@@ -280,6 +293,17 @@ t.test('accepted inputs pass the declared checks', async (t) => {
     t.equal(res.headers.get('x-gateway-error-code'), null, `${c.what}: not refused (HTTP ${res.status})`)
     t.equal(gw.mock.calls.length, 1, `${c.what}: forwarded`)
   }
+})
+
+t.test('an MP4 recording passes the declared checks, then the wallet refuses it: no true bound of its duration', async (t) => {
+  gw.mock.reset()
+  const res = await send(gw, transcription(MP4, 'meeting.mp4', 'video/mp4'))
+  const body = await res.json() as { error: { code: string, param: string, message: string } }
+  t.equal(res.status, 415, 'HTTP 415')
+  t.equal(body.error.code, 'REQUEST_MEDIA_TYPE_UNSUPPORTED', 'the code')
+  t.equal(body.error.param, 'file', 'param: file')
+  t.match(body.error.message, /MP4/, 'the message names the format, not a declared check')
+  t.equal(gw.mock.calls.length, 0, 'not forwarded')
 })
 
 t.test('an over-cap upload is refused while it streams in, before the rest is sent', async (t) => {

@@ -79,6 +79,7 @@ t.test('defaults are filled', async (t) => {
     base_url: 'https://api.openai.test',
     headers: {},
     timeout_ms: 60000,
+    answer_timeout_ms: 600000,
     body_timeout_ms: 120000,
     connect_timeout_ms: 10000,
     drain_on_disconnect: false,
