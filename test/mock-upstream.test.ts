@@ -5,7 +5,7 @@ import { GoogleGenAI } from '@google/genai'
 import { OpenAI, toFile } from 'openai'
 import t from 'tap'
 import {
-  IMAGE_OUTPUT_TOKENS, replyChunks, startMockUpstream, tokensFor, type RecordedCall
+  GPT_IMAGE_TOKENS, replyChunks, startMockUpstream, tokensFor, type RecordedCall
 } from './fixtures/mock-upstream.js'
 
 const mock = await startMockUpstream()
@@ -160,8 +160,11 @@ t.test('OpenAI SDK', async (t) => {
     t.equal(r.data?.length, 3)
     const first = r.data?.[0]?.b64_json
     t.ok(first !== undefined && Buffer.from(first, 'base64').subarray(0, 8).equals(PNG_SIGNATURE), 'PNG bytes')
-    t.same(call.produced, { inputTokens: tokensFor('a red square'.length), outputTokens: 3 * IMAGE_OUTPUT_TOKENS, images: 3 })
-    t.equal(r.usage?.output_tokens, 3 * IMAGE_OUTPUT_TOKENS)
+    // No quality or size asked: the mock renders its `auto` choice, medium 1024x1024, and says so.
+    const perImage = GPT_IMAGE_TOKENS.medium?.['1024x1024'] ?? 0
+    t.same(call.produced, { inputTokens: tokensFor('a red square'.length), outputTokens: 3 * perImage, images: 3 })
+    t.equal(r.usage?.output_tokens, 3 * perImage)
+    t.match(r, { quality: 'medium', size: '1024x1024' }, 'the answer says what it rendered')
     t.equal(r.usage?.input_tokens, call.produced?.inputTokens)
   })
 

@@ -83,9 +83,9 @@ t.test('every route of the shipped gateway.yaml compiles to its operation, job r
 t.test('the loader merges the built-in entries, validated and defaults filled, into the hashed config', async (t) => {
   const { config } = loadConfig(minimal, {})
   t.same(Object.keys(config.operations ?? {}).sort(), Object.keys(OLD).sort())
-  t.same(config.operations?.['images.generations'], {
+  t.same(config.operations?.['genai.upscaleImage'], {
     meter: { kind: 'images' },
-    bounds: { count: ['n'], count_is_images: true, max_tokens: [], job_units: [] },
+    bounds: { count: ['parameters.sampleCount'], count_is_images: true, max_tokens: [], job_units: [] },
     usage_chunk: false,
     video_parts: true
   }, 'schema defaults filled in a built-in entry')
