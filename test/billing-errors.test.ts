@@ -96,7 +96,9 @@ t.test('MODEL_REQUIRES_TOPUP: a grant does not unlock the model, a top-up does, 
   const gw = await startTestGateway({ configFile: cfg.file, credit: '0', server: { adminToken: token } })
   t.teardown(() => gw.close())
   const admin = adminClient(gw, token)
-  const edit = async (): Promise<Response> => await post(gw, '/v1/images/edits', { model: MODEL, prompt: 'a hat', images: [{ image_url: 'https://example.test/cat.png' }] })
+  // One image at a named quality and size: held and charged at that image_prices entry.
+  const tier = { quality: 'medium', size: '1024x1024' }
+  const edit = async (): Promise<Response> => await post(gw, '/v1/images/edits', { model: MODEL, prompt: 'a hat', images: [{ image_url: 'https://example.test/cat.png' }], ...tier })
   const wallet = async (): Promise<{ balance: string }> => (await admin<{ balance: string }>('GET', `/accounts/${gw.account.id}/wallet`)).json
 
   const refused = async (t: Test, why: string): Promise<void> => {
@@ -129,12 +131,13 @@ t.test('MODEL_REQUIRES_TOPUP: a grant does not unlock the model, a top-up does, 
   t.equal(toppedUp.status, 200, 'top-up credited')
   const account = await admin<{ topped_up: boolean }>('GET', `/accounts/${gw.account.id}`)
   t.equal(account.json.topped_up, true, 'the account has topped up')
-  const editCost = expectedCost(priceOf(MODEL), { images: 1 })
+  const editCost = expectedCost(priceOf(MODEL), { images: 1, imageTier: tier })
   t.ok(editCost > nanos('0.01'), 'one edit costs more than the top-up')
   const res = await edit()
   t.equal(res.status, 200, 'the top-up unlocked the model')
   const row = await settledRow(gw, res.headers.get('x-request-id') ?? '')
-  t.match(row, { billingStatus: 'BILLED', cost: editCost, answeredModel: MODEL })
+  t.match(row, { billingStatus: 'BILLED', cost: editCost, held: editCost, answeredModel: MODEL })
+  t.same(row.usage?.imageTier, tier, 'the answer rendered the tier asked')
   const expected = nanos('1.00') + nanos('0.01') - chatCost - editCost
   t.equal(nanos((await wallet()).balance), expected, `admin wallet: ${decimal(expected)} = grant + top-up − chat − edit`)
   const ledger = await ledgerState(gw)

@@ -1,6 +1,7 @@
 // Money: a hold for the worst-case cost is placed atomically before anything goes upstream and
 // can never take the wallet below its floor. A wallet that affords exactly 500 requests of a
-// model whose actual cost equals its hold (one image: openai/gpt-image-1-edit, n: 1) gets 2000
+// model whose actual cost equals its hold (one image: openai/gpt-image-1-edit, n: 1, at a named
+// quality and size, so the hold and the charge are the same image_prices entry) gets 2000
 // concurrent requests: exactly 500 are served and billed, the other 1500 are refused with
 // BILLING_INSUFFICIENT_CREDITS before the provider is called, and the wallet ends at its
 // floor with nothing held. On PostgreSQL with one instance, two instances sharing one schema,
@@ -8,7 +9,7 @@
 import t, { type Test } from 'tap'
 import { Pool } from 'undici'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
-import { decimal, expectedCost, ledgerState, nanos, priceOf, waitForRows } from './helpers/billing.js'
+import { decimal, expectedCost, imageTierPrice, ledgerState, nanos, priceOf, waitForRows } from './helpers/billing.js'
 import { readRepoConfig } from './helpers/test-config.js'
 
 const MODEL = 'openai/gpt-image-1-edit'
@@ -19,11 +20,13 @@ const CONNECTIONS = 250
 
 const config = readRepoConfig()
 const price = priceOf(MODEL, config)
-const perRequest = expectedCost(price, { images: 1 })
+/** Named in the body: `auto` or an absent value would be held at the dearest entry and charged at the rendered one. */
+const TIER = { quality: 'medium', size: '1024x1024' }
+const perRequest = expectedCost(price, { images: 1, imageTier: TIER })
 const floor = nanos(String((config.wallet as { floor: string }).floor))
 const credit = floor + perRequest * BigInt(AFFORDABLE)
 
-const body = JSON.stringify({ model: MODEL, prompt: 'add a hat', images: [{ image_url: 'https://example.test/cat.png' }], n: 1 })
+const body = JSON.stringify({ model: MODEL, prompt: 'add a hat', images: [{ image_url: 'https://example.test/cat.png' }], n: 1, ...TIER })
 
 interface Answer { status: number, code: string | null, billed: string | null, headerCode: string | null, requestId: string | null }
 
@@ -50,7 +53,10 @@ async function send (pool: Pool, gw: TestGateway): Promise<Answer> {
 
 async function run (t: Test, gws: TestGateway[]): Promise<void> {
   const first = gws[0] as TestGateway
-  t.equal(perRequest, nanos('0.05'), 'one edit of one image costs 0.05, the same as its hold')
+  if (price.imagePrices === undefined) throw new Error(`${MODEL} is not priced by image_prices`)
+  const entry = imageTierPrice(price.imagePrices, TIER)
+  t.ok(entry > 0n, `${TIER.quality} ${TIER.size} is priced`)
+  t.equal(perRequest, entry, `one edit of one image costs ${decimal(entry)}, its ${TIER.quality} ${TIER.size} entry, the same as its hold`)
   const before = await ledgerState(first)
   t.equal(before.balance, credit, `the wallet affords exactly ${AFFORDABLE} requests above the floor`)
 
@@ -78,7 +84,7 @@ async function run (t: Test, gws: TestGateway[]): Promise<void> {
   const billed = rows.filter((r) => r.billingStatus === 'BILLED')
   t.equal(rows.length, TOTAL, 'one request log row per request')
   t.equal(billed.length, AFFORDABLE, `${AFFORDABLE} rows BILLED`)
-  t.ok(billed.every((r) => r.cost === perRequest && r.held === perRequest && r.usage?.calls === 1), 'each billed row: one call, cost = hold = 0.05')
+  t.ok(billed.every((r) => r.cost === perRequest && r.held === perRequest && r.usage?.calls === 1), `each billed row: one call, cost = hold = ${decimal(perRequest)}`)
   const refusedRows = rows.filter((r) => r.errorCode === 'BILLING_INSUFFICIENT_CREDITS')
   t.equal(refusedRows.length, TOTAL - AFFORDABLE, 'refused rows name BILLING_INSUFFICIENT_CREDITS')
   t.ok(refusedRows.every((r) => r.billingStatus === 'NOT_BILLED' && r.holdId === null && r.cost === null && r.status === 402), 'refused rows: no hold, no cost, 402')
@@ -90,7 +96,7 @@ async function run (t: Test, gws: TestGateway[]): Promise<void> {
   t.equal(after.openHolds, 0, 'no open hold')
   t.equal(after.entriesSum, after.balance, 'ledger entries sum to the balance')
   t.equal(after.charges.length, AFFORDABLE, `${AFFORDABLE} charge entries`)
-  t.equal(after.charged, perRequest * BigInt(AFFORDABLE), 'charges total 500 × 0.05')
+  t.equal(after.charged, perRequest * BigInt(AFFORDABLE), `charges total ${AFFORDABLE} × ${decimal(perRequest)}`)
   t.ok(after.charges.every((e) => e.amount === -perRequest), 'each charge is exactly one call')
   t.equal(rows.reduce((sum, r) => sum + (r.cost ?? 0n), 0n), after.charged, 'request log costs == ledger charges')
 }

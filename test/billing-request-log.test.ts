@@ -119,7 +119,12 @@ t.test('one row per request, every field as the request went', async (t) => {
     billingStatus: 'BILLED',
     cost: expectedCost(priceOf('openai/gpt-4o-mini'), { inputTokens: tokensFromChars(codePoints(fbPrompt)), outputTokens: 5 })
   })
-  await send('two images', '/v1/images/generations', { model: 'openai/gpt-image-1', prompt: 'two dots', n: 2 }, bearer, {
+  // Quality and size left to the provider (`auto`): held at the dearest entry, charged at the one
+  // the answer says it rendered (the mock renders what x-mock-image-rendered names), plus the
+  // prompt's input tokens.
+  const imagePrompt = 'two dots'
+  const rendered = { quality: 'low', size: '1536x1024' }
+  await send('two images', '/v1/images/generations', { model: 'openai/gpt-image-1', prompt: imagePrompt, n: 2 }, { ...bearer, 'x-mock-image-rendered': `${rendered.quality}/${rendered.size}` }, {
     status: 200,
     authenticated: true,
     route: 'POST /v1/images/generations',
@@ -129,7 +134,7 @@ t.test('one row per request, every field as the request went', async (t) => {
     upstreamCalled: true,
     stream: false,
     billingStatus: 'BILLED',
-    cost: 2n * nanos('0.04')
+    cost: expectedCost(priceOf('openai/gpt-image-1'), { images: 2, imageTier: rendered, inputTokens: tokensFromChars(codePoints(imagePrompt)) })
   })
   await send('no key', '/v1/chat/completions', { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }, {}, {
     status: 401,
@@ -178,7 +183,7 @@ t.test('one row per request, every field as the request went', async (t) => {
       }
       if (s.billingStatus === 'BILLED') {
         t.ok(row.usage !== null && row.usageReported === true, 'usage reported by the provider')
-        if (s.name === 'two images') t.equal(row.usage?.images, 2, 'units: 2 images')
+        if (s.name === 'two images') t.match(row.usage, { images: 2, imageTier: rendered }, 'units: 2 images at the tier the answer rendered')
         else t.equal(row.usage?.outputTokens, 5, 'units: 5 output tokens')
       }
       t.ok(Number.isFinite(row.totalMs) && row.totalMs >= 0, `total ${row.totalMs.toFixed(2)} ms`)

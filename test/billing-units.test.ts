@@ -288,9 +288,7 @@ t.test('per image: n = 3 bills 3 images', async (t) => {
   t.equal(onlyCall().produced?.images, 3, 'the provider generated three')
   // `auto` quality and size, rendered (the answer says) at medium 1024x1024: 0.042 an image, and
   // the prompt's text tokens at $5 / 1M (the image's output tokens are what the per-image price is).
-  const base = priceOf('openai/gpt-image-1')
-  const price = { ...base, unitPrice: nanos('0.042') * base.per }
-  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1', price, units: { images: 3, inputTokens: promptTokens('three blue circles'), outputTokens: 3 * 1056 }, reported: true })
+  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1', units: { images: 3, imageTier: { quality: 'medium', size: '1024x1024' }, inputTokens: promptTokens('three blue circles'), outputTokens: 3 * 1056 }, reported: true })
   t.equal(row.cost, 3n * nanos('0.042') + BigInt(promptTokens('three blue circles')) * 5000n, '3 × 0.042 and the prompt')
 })
 
@@ -342,7 +340,7 @@ t.test('per image: image edits', async (t) => {
   const before = await balance()
   const r = await openai.images.edit({ model: 'openai/gpt-image-1-edit', prompt: 'make it blue', image: await toFile(PNG_BYTES, 'in.png', { type: 'image/png' }) })
   t.equal(r.data?.length, 1, 'one edited image')
-  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1-edit', price: { ...priceOf('openai/gpt-image-1-edit'), unitPrice: nanos('0.042') }, units: { images: 1 }, reported: true })
+  const row = await expectBilled(t, before, { model: 'openai/gpt-image-1-edit', units: { images: 1, imageTier: { quality: 'medium', size: '1024x1024' } }, reported: true })
   t.equal(row.cost, nanos('0.042'), 'one medium 1024x1024 image (auto, as the answer says it rendered)')
 })
 

@@ -112,7 +112,14 @@ async function clientsOn (t: Test, backend: Backend): Promise<void> {
       t.equal(r.image.mediaType, 'image/png', 'the provider\'s PNG came through')
       t.match(gw.mock.calls.at(-1)?.json, { model: 'gpt-image-1', prompt: 'a small red dot', n: 1 })
       t.notOk(Object.hasOwn(gw.mock.calls.at(-1)?.json ?? {}, 'response_format'), 'drop_fields took response_format out')
-      assertBilled(t, await rows.next(), { route: 'POST /v1/images/generations', model: 'openai/gpt-image-1', stream: false, units: { images: r.images.length } })
+      // What the answer said it rendered and the prompt tokens it reported, as the SDK passes them on.
+      const meta = (r.providerMetadata.openai?.images ?? []) as Array<{ quality?: string, size?: string, inputTokens?: number }>
+      const first = meta[0]
+      t.equal(meta.length, r.images.length, 'provider metadata for each image')
+      if (first?.quality === undefined || first.size === undefined) throw new Error('the answer named no quality or size')
+      const imageTier = { quality: first.quality, size: first.size }
+      const inputTokens = meta.reduce((sum, m) => sum + (m.inputTokens ?? 0), 0)
+      assertBilled(t, await rows.next(), { route: 'POST /v1/images/generations', model: 'openai/gpt-image-1', stream: false, units: { images: r.images.length, imageTier, inputTokens } })
     })
 
     t.test('generateSpeech', async (t) => {

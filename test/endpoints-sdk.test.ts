@@ -7,7 +7,7 @@ import { Anthropic } from '@anthropic-ai/sdk'
 import { GoogleGenAI } from '@google/genai'
 import { OpenAI, toFile } from 'openai'
 import t from 'tap'
-import { replyChunks, type RecordedCall } from './fixtures/mock-upstream.js'
+import { GPT_IMAGE_TOKENS, replyChunks, type RecordedCall } from './fixtures/mock-upstream.js'
 import { capturingFetch, type SentRequest } from './helpers/capture-fetch.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import { sha256, wavFile, withJsonModel, withMultipartModel } from './helpers/wire.js'
@@ -265,9 +265,10 @@ t.test('generative-content family', async (t) => {
 
 t.test('images', async (t) => {
   t.test('POST /v1/images/generations n=2', async (t) => {
-    const r = await openai.images.generate({ model: 'openai/gpt-image-1', prompt: 'two red squares', n: 2 })
+    const r = await openai.images.generate({ model: 'openai/gpt-image-1', prompt: 'two red squares', n: 2, quality: 'low', size: '1536x1024' })
     t.equal(r.data?.length, 2)
-    t.equal(r.usage?.output_tokens, 2 * 272)
+    t.match(r, { quality: 'low', size: '1536x1024' }, 'the answer names the quality and size it rendered')
+    t.equal(r.usage?.output_tokens, 2 * (GPT_IMAGE_TOKENS.low?.['1536x1024'] ?? NaN), 'the provider\'s usage passes through: two images\' tokens')
     assertForwarded(t, { sent: cap.last(), call: onlyCall(), model: 'openai/gpt-image-1', upstreamModel: 'gpt-image-1', body: 'json', credential: 'openai', path: '/v1/images/generations' })
   })
 

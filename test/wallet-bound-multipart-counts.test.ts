@@ -7,7 +7,7 @@
 // a second `model` field already was. Through the OpenAI SDK and hand-built forms, on both stores.
 import { OpenAI, toFile } from 'openai'
 import t from 'tap'
-import { ledgerState, priceOf, waitForRows } from './helpers/billing.js'
+import { expectedCost, ledgerState, priceOf, waitForRows } from './helpers/billing.js'
 import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
 import { multipartBody, type MultipartPart } from './helpers/wire.js'
 
@@ -37,7 +37,8 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const single = ten.charged - one.charged
     t.ok(single > 0n, 'one image is charged')
     t.equal(end.charged - ten.charged, 10n * single, 'ten images cost ten times one')
-    t.equal(single, priceOf('openai/gpt-image-1-edit').unitPrice, 'at the model\'s price an image')
+    // `auto`: charged at what the answer says it rendered (the mock's default, medium 1024x1024).
+    t.equal(single, expectedCost(priceOf('openai/gpt-image-1-edit'), { images: 1, imageTier: { quality: 'medium', size: '1024x1024' } }), 'at the model\'s price an image')
   })
 
   t.test(`a bounding count sent twice or as a file part is refused before anything is sent (${backend})`, async (t) => {

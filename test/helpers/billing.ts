@@ -35,6 +35,41 @@ export interface TestPrice {
   output?: bigint
   cachedInput?: bigint
   unitPrice?: bigint
+  /** Per image by quality, then size (`image_prices`): nano-units per image, whatever `per` is. */
+  imagePrices?: TestImagePrices
+}
+
+/** A model's `image_prices` table as the tests read it. */
+export interface TestImagePrices {
+  prices: Record<string, Record<string, bigint>>
+  defaultQuality?: string
+  defaultSize?: string
+}
+
+/** The quality and size an image was rendered at (the answer's `quality` and `size`). */
+export interface ImageTier {
+  quality: string
+  size: string
+}
+
+function imagePricesOf (raw: unknown): TestImagePrices | undefined {
+  if (raw === undefined) return undefined
+  const table = raw as { prices: Record<string, Record<string, string>>, default_quality?: string, default_size?: string }
+  const prices: Record<string, Record<string, bigint>> = {}
+  for (const [quality, sizes] of Object.entries(table.prices)) {
+    prices[quality] = Object.fromEntries(Object.entries(sizes).map(([size, p]) => [size, nanos(p)]))
+  }
+  const out: TestImagePrices = { prices }
+  if (table.default_quality !== undefined) out.defaultQuality = table.default_quality
+  if (table.default_size !== undefined) out.defaultSize = table.default_size
+  return out
+}
+
+/** The price of one image of `tier` in the table; throws when the table does not price it. */
+export function imageTierPrice (table: TestImagePrices, tier: ImageTier): bigint {
+  const p = table.prices[tier.quality]?.[tier.size]
+  if (p === undefined) throw new Error(`image_prices has no ${tier.quality} ${tier.size}`)
+  return p
 }
 
 export function priceOf (modelId: string, config: RawConfig = readRepoConfig()): TestPrice {
@@ -50,6 +85,8 @@ export function priceOf (modelId: string, config: RawConfig = readRepoConfig()):
   if (output !== undefined) price.output = output
   if (cachedInput !== undefined) price.cachedInput = cachedInput
   if (unitPrice !== undefined) price.unitPrice = unitPrice
+  const imagePrices = imagePricesOf(p.image_prices)
+  if (imagePrices !== undefined) price.imagePrices = imagePrices
   return price
 }
 
@@ -60,6 +97,11 @@ export interface Units {
   /** Part of inputTokens served from the provider's cache. */
   cachedInputTokens?: number
   images?: number
+  /**
+   * The quality and size the images were rendered at: required for a model priced by
+   * `image_prices` (each image costs that entry).
+   */
+  imageTier?: ImageTier
   /** Seconds of input audio, in whole milliseconds (the test picks durations it knows exactly). */
   audioMillis?: number
   characters?: number
@@ -70,7 +112,8 @@ const big = (n: number | undefined): bigint => BigInt(n ?? 0)
 
 /**
  * The cost of one request: every quantity × its price, summed exactly as a fraction of
- * nano-units over `per` (× 1000 for milliseconds), and rounded up once.
+ * nano-units over `per` (× 1000 for milliseconds), and rounded up once. An `image_prices` entry
+ * is per image, whatever `per` is; the token terms still count per `per`.
  */
 export function expectedCost (price: TestPrice, u: Units): bigint {
   let num = 0n
@@ -86,7 +129,16 @@ export function expectedCost (price: TestPrice, u: Units): bigint {
   const unit = price.unitPrice ?? 0n
   switch (price.unit) {
     case 'token': num = tokens(); break
-    case 'image': num = big(u.images) * unit + tokens(); break
+    case 'image': {
+      // unit_price counts per `per` images, an image_prices entry per image.
+      let perImage = unit
+      if (price.imagePrices !== undefined) {
+        if (u.imageTier === undefined) throw new Error('a model priced by image_prices needs the rendered imageTier')
+        perImage = imageTierPrice(price.imagePrices, u.imageTier) * price.per
+      }
+      num = big(u.images) * perImage + tokens()
+      break
+    }
     case 'audio_second': num = big(u.audioMillis) * unit; den = price.per * 1000n; break
     case 'character': num = big(u.characters) * unit; break
     case 'call': num = big(u.calls) * unit; break
