@@ -271,6 +271,7 @@ async function shutdownLosesNothing (t: Test, backend: Backend, slowSettle = fal
   // Every request is inside the gateway, waiting for the provider, when the shutdown starts.
   await gw.mock.waitForCalls(BURST, 30_000)
   let locker: pg.Client | undefined
+  let committed: Promise<unknown> = Promise.resolve()
   if (slowSettle) {
     locker = new pg.Client({ connectionString: TEST_DATABASE_URL })
     await locker.connect()
@@ -279,12 +280,15 @@ async function shutdownLosesNothing (t: Test, backend: Backend, slowSettle = fal
     await locker.query('SELECT 1 FROM wallets WHERE account_id = $1 FOR UPDATE', [gw.account.id])
     // The answers reach the clients; their settlements queue behind the lock.
     const lock = locker
-    setTimeout(() => { lock.query('COMMIT') }, 1000)
+    // Awaited before the locker ends: on a busy machine the shutdown can finish first (its
+    // settlements done before the lock was taken), and a COMMIT sent to an ended client rejects.
+    committed = new Promise((resolve) => setTimeout(resolve, 1000)).then(async () => await lock.query('COMMIT'))
   }
   const started = performance.now()
   await gw.app.close()
   await gw.services.close()
   closed = true
+  await committed
   await locker?.end()
   const results = await answers
   t.comment(`${backend}${slowSettle ? ', settlements held back 1 s' : ''}: shutdown with ${BURST} requests in flight took ${(performance.now() - started).toFixed(0)} ms`)
