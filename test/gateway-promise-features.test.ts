@@ -16,8 +16,7 @@ import fc from 'fast-check'
 import { OpenAI, toFile } from 'openai'
 import t from 'tap'
 import type { RequestLogRow } from '../plugins/store/request-log/types.js'
-import type { Store } from '../plugins/store/index.js'
-import { nanos, sleep, storeRows } from './helpers/billing.js'
+import { fundedAccount, nanos, showValues, sleep, storeRows } from './helpers/billing.js'
 import { forgedAdpcmWav, forgedFlac } from './helpers/forged-audio.js'
 import { oggOpus, tinyPackets } from './helpers/ogg-opus.js'
 import { startTestGateway, UNREACHED_LIMIT, type Backend, type TestGateway } from './helpers/gateway.js'
@@ -136,16 +135,7 @@ function receiptCost (row: RequestLogRow): bigint {
   return ceilDiv(total, per)
 }
 
-async function fundedAccount (store: Store, credit: string, n: number): Promise<{ accountId: string, key: string }> {
-  const account = await store.accounts.create({ name: `features ${n}`, tier: 'free' })
-  const created = await store.keys.create({ accountId: account.id, name: 'features key' })
-  if (!created.ok) throw new Error(created.error)
-  await store.ledger.credit({ accountId: account.id, amount: nanos(credit), kind: 'topup', postingId: `features:${account.id}` })
-  await store.accounts.markToppedUp(account.id)
-  return { accountId: account.id, key: created.value.plaintext }
-}
-
-const show = (x: unknown): string => JSON.stringify(x, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))
+const show = showValues
 
 for (const backend of ['sqlite', 'pg'] as Backend[]) {
   t.test(`no mix of images, cache writes and forged audio takes a wallet below its bound; every 2xx is charged once, as its receipt says (${backend})`, async (t) => {
@@ -158,7 +148,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const seen = { requests: 0, ok: 0, insufficient: 0, unsupported: 0, tiers: new Set<string>(), cacheWrites: 0, audio: 0 }
     t.comment(`seed ${SEED} (GATEWAY_PROMISE_SEED replays a run)`)
     await fc.assert(fc.asyncProperty(runArb, async (run) => {
-      const { accountId, key } = await fundedAccount(store, run.credit, ++n)
+      const { accountId, key } = await fundedAccount(store, run.credit, `features ${++n}`)
       const fail = (msg: string): never => { throw new Error(`${show(run)}: ${msg}`) }
       const statuses = await Promise.all(run.calls.map(async (call) => await send(gw, key, call)))
       seen.requests += statuses.length

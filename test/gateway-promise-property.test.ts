@@ -14,8 +14,7 @@ import { GoogleGenAI } from '@google/genai'
 import fc from 'fast-check'
 import { OpenAI } from 'openai'
 import t from 'tap'
-import type { Store } from '../plugins/store/index.js'
-import { expectedCost, nanos, priceOf, sleep, storeRows } from './helpers/billing.js'
+import { expectedCost, fundedAccount, nanos, priceOf, showValues, sleep, storeRows } from './helpers/billing.js'
 import { startTestGateway, UNREACHED_LIMIT, type Backend, type TestGateway } from './helpers/gateway.js'
 import { allEntries } from './helpers/ledger.js'
 
@@ -115,16 +114,7 @@ async function send (c: Clients, call: Call, i: number): Promise<number> {
   }
 }
 
-async function fundedAccount (store: Store, tier: Tier, credit: string, n: number): Promise<{ accountId: string, key: string }> {
-  const account = await store.accounts.create({ name: `promise ${n}`, tier })
-  const created = await store.keys.create({ accountId: account.id, name: 'promise key' })
-  if (!created.ok) throw new Error(created.error)
-  await store.ledger.credit({ accountId: account.id, amount: nanos(credit), kind: 'topup', postingId: `promise:${account.id}` })
-  await store.accounts.markToppedUp(account.id)
-  return { accountId: account.id, key: created.value.plaintext }
-}
-
-const show = (x: unknown): string => JSON.stringify(x, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))
+const show = showValues
 
 for (const backend of ['sqlite', 'pg'] as Backend[]) {
   t.test(`no request mix takes a wallet below its bound, every 2xx is charged once (${backend})`, async (t) => {
@@ -138,7 +128,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     const seen = { requests: 0, refused: 0, left: 0, unrecovered: 0, estimated: 0 }
     t.comment(`seed ${SEED} (GATEWAY_PROMISE_SEED replays a run)`)
     await fc.assert(fc.asyncProperty(runArb, async (run) => {
-      const { accountId, key } = await fundedAccount(store, run.tier, run.credit, ++n)
+      const { accountId, key } = await fundedAccount(store, run.credit, `promise ${++n}`, run.tier)
       const fail = (msg: string): never => { throw new Error(`${show(run)}: ${msg}`) }
       const clients = clientsFor(gw, key)
       const statuses = await Promise.all(run.calls.map(async (call, i) => await send(clients, call, i)))

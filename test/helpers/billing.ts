@@ -282,3 +282,19 @@ export function adminClient (gw: TestGateway, token: string): <T = Record<string
     return { status: res.status, json: await res.json() as T }
   }
 }
+
+/**
+ * An account of `tier` with `credit` topped up (so every model is unlocked) and a key: the
+ * property tests' fresh wallet per run. `label` names the account and the posting.
+ */
+export async function fundedAccount (store: Store, credit: string, label: string, tier = 'free'): Promise<{ accountId: string, key: string }> {
+  const account = await store.accounts.create({ name: label, tier })
+  const created = await store.keys.create({ accountId: account.id, name: `${label} key` })
+  if (!created.ok) throw new Error(created.error)
+  await store.ledger.credit({ accountId: account.id, amount: nanos(credit), kind: 'topup', postingId: `${label}:${account.id}` })
+  await store.accounts.markToppedUp(account.id)
+  return { accountId: account.id, key: created.value.plaintext }
+}
+
+/** JSON with bigints shown as `123n`: a failing run's values in its message. */
+export const showValues = (x: unknown): string => JSON.stringify(x, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))
