@@ -64,6 +64,30 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
     await checkBounded(t, [gw], 3)
   })
 
+  t.test(`cache_control spelled with JSON escapes is held as written (${backend})`, async (t) => {
+    // "cache\u005fcontrol" and "t\u0074l": the provider's JSON parser reads cache_control and a
+    // 1-hour ttl; bytes searched for the plain spelling would not, and hold the input at its plain rate.
+    const gw = await startTestGateway({ backend, credit: '5.00' })
+    t.teardown(() => gw.close())
+    const held: Record<string, bigint> = {}
+    // The unmarked body differs from the marked one in one letter of the key: the same bytes to
+    // bound the input by, so only the mark can make the holds differ.
+    for (const [name, mark] of [['unmarked', ', "cache\\u005fcontroX": {"type": "ephemeral", "t\\u0074l": "1\\u0068"}'], ['escaped 1h', ', "cache\\u005fcontrol": {"type": "ephemeral", "t\\u0074l": "1\\u0068"}']] as const) {
+      const body = `{"model": "${MODEL}", "max_tokens": 10, "system": [{"type": "text", "text": "${SYSTEM}"${mark}}], "messages": [{"role": "user", "content": "Summarise."}]}`
+      const marked = name === 'escaped 1h'
+      t.equal((JSON.parse(body) as { system: Array<{ cache_control?: { ttl?: string } }> }).system[0]?.cache_control?.ttl, marked ? '1h' : undefined, `${name}: what a JSON parser reads`)
+      const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': gw.key, 'anthropic-version': '2023-06-01', 'x-mock-cache-write': marked ? '0,1000000' : '0,0' }, body })
+      t.equal(res.status, 200, `${name}: served`)
+      await res.arrayBuffer()
+      const row = await settledRow(gw, res.headers.get('x-request-id') ?? '')
+      held[name] = row.held ?? 0n
+      t.equal(row.overage, null, `${name}: the charge fits its hold`)
+      t.ok(row.cost !== null && row.held !== null && row.cost <= row.held, `${name}: cost ${String(row.cost)} within held ${String(row.held)}`)
+    }
+    t.ok((held['escaped 1h'] ?? 0n) > (held.unmarked ?? 0n), `the escaped 1-hour mark holds more than the same bytes unmarked (${String(held['escaped 1h'])} > ${String(held.unmarked)})`)
+    await checkBounded(t, [gw], 2)
+  })
+
   t.test(`a streamed answer's cache writes are charged the same (${backend})`, async (t) => {
     const gw = await startTestGateway({ backend, credit: '5.00' })
     t.teardown(() => gw.close())

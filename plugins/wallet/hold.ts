@@ -90,19 +90,41 @@ function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, 
 
 const CACHE_CONTROL = Buffer.from('"cache_control"')
 const ONE_HOUR = /"ttl"\s*:\s*"1h"/
+const ESCAPE = Buffer.from('\\u')
+
+/** The `cache_control` marks of a parsed body, at any depth: whether any, and whether one asks for 1 h. */
+function cacheMarks (value: unknown, depth = 0): { any: boolean, hour: boolean } {
+  const found = { any: false, hour: false }
+  if (depth > 64 || typeof value !== 'object' || value === null) return found
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'cache_control') {
+      found.any = true
+      if (typeof v === 'object' && v !== null && (v as { ttl?: unknown }).ttl === '1h') found.hour = true
+    }
+    const inner = cacheMarks(v, depth + 1)
+    found.any ||= inner.any
+    found.hour ||= inner.hour
+    if (found.hour) break
+  }
+  return found
+}
 
 /**
  * Which cache-write field the hold counts the input as, or undefined: none when the body marks
- * no `cache_control` (a key of that name in a JSON body; in a string it would be escaped) or
- * when writing costs no more than plain input. A byte search, so a body of any depth costs one scan.
+ * no `cache_control` or when writing costs no more than plain input. A byte search, so a body of
+ * any depth costs one scan; a body with a \u escape (which could spell the key or the ttl so that
+ * the bytes do not show them, while the provider's JSON parser reads them) is walked parsed.
  */
 export function cacheWriteBound (price: CompiledModel['price'], body: RequestContext['body']): 'cacheWriteTokens' | 'cacheWrite1hTokens' | undefined {
   if (body?.kind !== 'json' || price.input === undefined || (price.cacheWrite === undefined && price.cacheWrite1h === undefined)) return undefined
-  if (!body.raw.includes(CACHE_CONTROL)) return undefined
+  const escaped = body.raw.includes(ESCAPE)
+  const marks = escaped ? cacheMarks(body.json) : { any: body.raw.includes(CACHE_CONTROL), hour: false }
+  if (!marks.any) return undefined
   const rate = (r: { numerator: bigint, per: bigint } | undefined): bigint => r === undefined ? 0n : r.numerator * 1_000_000_000n / r.per
   const input = rate(price.input)
   const five = rate(price.cacheWrite ?? price.input)
-  const hour = ONE_HOUR.test(body.raw.toString('latin1')) ? rate(price.cacheWrite1h ?? price.cacheWrite ?? price.input) : 0n
+  const oneHour = escaped ? marks.hour : ONE_HOUR.test(body.raw.toString('latin1'))
+  const hour = oneHour ? rate(price.cacheWrite1h ?? price.cacheWrite ?? price.input) : 0n
   if (hour > five && hour > input) return 'cacheWrite1hTokens'
   return five > input ? 'cacheWriteTokens' : undefined
 }
