@@ -16,7 +16,7 @@ import fc from 'fast-check'
 import { OpenAI, toFile } from 'openai'
 import t from 'tap'
 import type { RequestLogRow } from '../plugins/store/request-log/types.js'
-import { fundedAccount, nanos, showValues, sleep, storeRows } from './helpers/billing.js'
+import { fundedAccount, nanos, showValues, waitForRows } from './helpers/billing.js'
 import { forgedAdpcmWav, forgedFlac } from './helpers/forged-audio.js'
 import { oggOpus, tinyPackets } from './helpers/ogg-opus.js'
 import { startTestGateway, UNREACHED_LIMIT, type Backend, type TestGateway } from './helpers/gateway.js'
@@ -157,14 +157,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
       seen.unsupported += statuses.filter((s) => s === 400).length
       if (statuses.some((s) => s !== 200 && s !== 402 && s !== 400)) fail(`unexpected statuses ${show(statuses)}`)
 
-      const deadline = Date.now() + 20_000
-      let rows = await storeRows(store, accountId)
-      while (rows.length < run.calls.length) {
-        if (Date.now() > deadline) fail(`${rows.length} request log rows for ${run.calls.length} requests`)
-        await sleep(20)
-        await gw.services.requestLog.flush()
-        rows = await storeRows(store, accountId)
-      }
+      const rows = await waitForRows([gw], run.calls.length, 20_000, accountId)
       const wallet = await store.ledger.wallet(accountId)
       if (wallet.balance < 0n) fail(`balance ${wallet.balance} below the bound 0`)
       if (wallet.held !== 0n || (await store.ledger.openHolds(accountId)).length !== 0) fail('a hold is still open')

@@ -14,7 +14,7 @@ import { GoogleGenAI } from '@google/genai'
 import fc from 'fast-check'
 import { OpenAI } from 'openai'
 import t from 'tap'
-import { expectedCost, fundedAccount, nanos, priceOf, showValues, sleep, storeRows } from './helpers/billing.js'
+import { expectedCost, fundedAccount, nanos, priceOf, showValues, waitForRows } from './helpers/billing.js'
 import { startTestGateway, UNREACHED_LIMIT, type Backend, type TestGateway } from './helpers/gateway.js'
 import { allEntries } from './helpers/ledger.js'
 
@@ -137,14 +137,7 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
       seen.left += run.calls.filter((c) => c.stream && c.leave).length
 
       // Every request leaves one row, written once its hold is settled or released.
-      const deadline = Date.now() + 20_000
-      let rows = await storeRows(store, accountId)
-      while (rows.length < run.calls.length) {
-        if (Date.now() > deadline) fail(`${rows.length} request log rows for ${run.calls.length} requests`)
-        await sleep(20)
-        await gw.services.requestLog.flush()
-        rows = await storeRows(store, accountId)
-      }
+      const rows = await waitForRows([gw], run.calls.length, 20_000, accountId)
       if (rows.length !== run.calls.length) fail(`${rows.length} request log rows for ${run.calls.length} requests`)
       if (new Set(rows.map((r) => r.requestId)).size !== rows.length) fail('two rows share a request id')
       const ok = statuses.filter((s) => s >= 200 && s < 300).length

@@ -202,13 +202,13 @@ export async function accountRows (gw: TestGateway, accountId = gw.account.id): 
  * Waits until the account has `count` request log rows (flushing every writer given: several
  * gateway instances may share one store), then answers them.
  */
-export async function waitForRows (gws: readonly TestGateway[], count: number, timeoutMs = 30_000): Promise<RequestLogRow[]> {
+export async function waitForRows (gws: readonly TestGateway[], count: number, timeoutMs = 30_000, accountId?: string): Promise<RequestLogRow[]> {
   const first = gws[0]
   if (first === undefined) throw new Error('no gateway')
   const deadline = Date.now() + timeoutMs
   for (;;) {
     await Promise.all(gws.map(async (gw) => { await gw.services.requestLog.flush() }))
-    const rows = await accountRows(first)
+    const rows = await accountRows(first, accountId)
     if (rows.length >= count) return rows
     if (Date.now() > deadline) throw new Error(`request log has ${rows.length} of ${count} rows after ${timeoutMs} ms`)
     await sleep(20)
