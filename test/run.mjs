@@ -1,0 +1,67 @@
+// `npm test`'s second step: every compiled test file (.test-build/test/**/*.test.js, built by the
+// first step) as a subtest of tap's own root, `TEST_JOBS` (default 2, one per core of the CI
+// machine) at a time, each in a plain `node` process.
+//
+// Why not the `tap` runner: it puts two module loaders into every test process and every
+// process a test spawns (@tapjs/processinfo, unconditionally, through NODE_OPTIONS, and
+// @tapjs/mock), and every module a process loads then goes through the loader thread. Measured on
+// the 2-core CI machine: loading the gateway in a test process took 0.9 s of CPU plain and 2.1 s
+// with them; one gateway test file (billing-units) 4.9 CPU-seconds plain against 8.9 under the
+// runner. No test uses tap's mocks or coverage. This keeps tap's own machinery for the rest:
+// `t.spawn` runs, buffers, parses and times out each file exactly as the runner does (same
+// 120 s limit, same TAP stream and `# { total, pass, fail }` summary); `env -u NODE_OPTIONS`
+// drops the loader its spawn adds.
+//
+// `node test/run.mjs [part …]` runs only the files whose path contains one of the parts.
+// `npx tap test/x.test.ts` still runs one source file under tsx (package.json's "tap" section).
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+
+const DIR = '.test-build/test'
+const TIMEOUT_S = 120
+const JOBS = Number(process.env.TEST_JOBS ?? 2)
+
+// The files that take longest (wall seconds on the CI machine, docs/testing.md) start first, so
+// that none of them is left running alone at the end while the other core idles.
+const LONGEST_FIRST = [
+  'readme.test.js',
+  'admin-cli.test.js',
+  'hostile/slow-reader.test.js',
+  'gateway-promise-property.test.js',
+  'errors-contract.test.js',
+  'keys-cache.test.js',
+  'console-api-sqlite.test.js',
+  'console-api-pg.test.js',
+  'console-browser.test.js'
+]
+
+const parts = process.argv.slice(2)
+const files = readdirSync(DIR, { recursive: true })
+  .map(String)
+  .filter((f) => f.endsWith('.test.js'))
+  .filter((f) => parts.length === 0 || parts.some((p) => join(DIR, f).includes(p)))
+  .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
+
+function rank (file) {
+  const i = LONGEST_FIRST.indexOf(file)
+  return i === -1 ? LONGEST_FIRST.length : i
+}
+
+if (files.length === 0) {
+  console.error(`test/run.mjs: no test file in ${DIR} matches ${parts.join(' ')} (run \`npm run test:compile\` first)`)
+  process.exit(1)
+}
+
+t.setTimeout(0)
+t.jobs = JOBS
+const env = { ...process.env, TAP_TIMEOUT: String(TIMEOUT_S) }
+for (const file of files) {
+  const path = join(DIR, file)
+  t.spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '--enable-source-maps', path], {
+    name: path,
+    buffered: JOBS > 1,
+    timeout: TIMEOUT_S * 1000,
+    env
+  })
+}
