@@ -2,10 +2,12 @@
 // answer whether or not the email exists, throttled, a proof of work after failures), sessions
 // and CSRF, keys of the signed-in account used through the gateway, and isolation: account B's
 // session reaches nothing of account A on any registered console route.
+import { createHash } from 'node:crypto'
 import t from 'tap'
 import { startTestGateway, type Backend, type TestGateway } from './gateway.js'
 import { writeTestConfig } from './test-config.js'
 import { ManualClock } from './store.js'
+import { leadingZeroBits } from '../../plugins/console/index.js'
 import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './console.js'
 
 export const CONSOLE_ADMIN_TOKEN = 'console-admin-token-0123456789abcdef'
@@ -158,7 +160,10 @@ export function consoleApiSuite (backend: Backend): void {
       const required = await expectCode(t, await c.call('POST', '/signin', { email: user.email, password: PASSWORD }), 400, 'AUTH_HUMAN_CHECK_REQUIRED')
       t.equal(required.error.param, 'human_check')
       const challenge = await humanCheck(c)
-      await expectCode(t, await c.call('POST', '/signin', { email: user.email, password: PASSWORD, human_check: { challenge: challenge.challenge, solution: 'not-it' } }), 403, 'AUTH_HUMAN_CHECK_FAILED')
+      // A wrong solution: one whose hash misses the difficulty (at the 8 bits of this config a fixed string would pass 1 time in 256).
+      let wrong = 0
+      while (leadingZeroBits(createHash('sha256').update(`${challenge.challenge}:not-it-${wrong}`).digest()) >= cfg.human_check_difficulty) wrong++
+      await expectCode(t, await c.call('POST', '/signin', { email: user.email, password: PASSWORD, human_check: { challenge: challenge.challenge, solution: `not-it-${wrong}` } }), 403, 'AUTH_HUMAN_CHECK_FAILED')
       const forged = challenge.challenge.replace(/^\d+\./, '1.')
       await expectCode(t, await c.call('POST', '/signin', { email: user.email, password: PASSWORD, human_check: { challenge: forged, solution: '0' } }), 403, 'AUTH_HUMAN_CHECK_FAILED')
       // Solved: the right password signs in.
