@@ -25,7 +25,8 @@ export class AdminThrottle {
 
   constructor (private readonly opts: AdminThrottleOptions) {
     this.clock = opts.clock ?? systemClock
-    this.windows = new LRUCache<string, Window>({ max: opts.maxAddresses ?? 10_000 })
+    // maxSize, one unit an entry: no slots preallocated at boot (see LocalLimits).
+    this.windows = new LRUCache<string, Window>({ maxSize: opts.maxAddresses ?? 10_000, sizeCalculation: () => 1 })
   }
 
   /** Seconds the address must still wait, or 0 when it may try. */
