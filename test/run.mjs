@@ -14,6 +14,8 @@
 // drops the loader its spawn adds.
 //
 // `node test/run.mjs [part …]` runs only the files whose path contains one of the parts.
+// `TEST_CPU_LOG=file` appends each file's CPU seconds (user, system; its own process and all it
+// waited for) and wall seconds to `file`, through GNU time: where the suite's time goes.
 // `npx tap test/x.test.ts` still runs one source file under tsx (package.json's "tap" section).
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -22,6 +24,7 @@ import t from 'tap'
 const DIR = '.test-build/test'
 const TIMEOUT_S = 120
 const JOBS = Number(process.env.TEST_JOBS ?? 3)
+const CPU_LOG = process.env.TEST_CPU_LOG
 
 // The files that take longest (wall seconds on the CI machine, docs/testing.md) start first, so
 // that none of them is left running alone at the end while the other core idles.
@@ -59,7 +62,9 @@ t.jobs = JOBS
 const env = { ...process.env, TAP_TIMEOUT: String(TIMEOUT_S) }
 for (const file of files) {
   const path = join(DIR, file)
-  t.spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '--enable-source-maps', path], {
+  const command = ['env', '-u', 'NODE_OPTIONS', process.execPath, '--enable-source-maps', path]
+  if (CPU_LOG !== undefined) command.unshift('/usr/bin/time', '-a', '-o', CPU_LOG, '-f', `%U %S %e ${path}`)
+  t.spawn(command[0], command.slice(1), {
     name: path,
     buffered: JOBS > 1,
     timeout: TIMEOUT_S * 1000,

@@ -50,7 +50,7 @@ function member (view: UpstreamsView, name: string): UpstreamsView['providers'][
 
 t.test('one of two pool members down: every request answered by the healthy one; its circuit opens, then it rejoins after the cool-down', async (t) => {
   const port = await closedPort()
-  const cfg = writeTestConfig((c) => { twoMembers(c, { max_tries: 2, breaker_failures: 2, breaker_cooldown_ms: 600 }) })
+  const cfg = writeTestConfig((c) => { twoMembers(c, { max_tries: 2, breaker_failures: 2, breaker_cooldown_ms: 2000 }) // long enough that no stall of a loaded machine between the last request and the view closes it })
   t.teardown(() => { cfg.remove() })
   const gw = await startTestGateway({ configFile: cfg.file, env: { OPENAI_B_BASE_URL: `http://127.0.0.1:${port}` }, server: { adminToken: ADMIN_TOKEN, random: () => 0.99 } })
   t.teardown(() => gw.close())
@@ -79,7 +79,7 @@ t.test('one of two pool members down: every request answered by the healthy one;
   // The member comes back on its port; after the cool-down one probe closes its circuit.
   const revived = await startMockUpstream({ port })
   t.teardown(() => revived.close())
-  await sleep(700)
+  await sleep(2_100)
   let probed = false
   for (let i = 0; i < 40 && !probed; i++) {
     const res = await chat(gw)
