@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 // model-gateway CLI: a table of subcommands, each `(args) => exit code`.
-// Operator commands mirror the admin API (plugins/admin/cli.ts).
-import { accountsCommand, ACCOUNTS_USAGE, keysCommand, KEYS_USAGE, modelsCommand, MODELS_USAGE, requestsCommand, REQUESTS_USAGE, tiersCommand, TIERS_USAGE, walletCommand, WALLET_USAGE } from '../plugins/admin/cli.js'
-import { checkCommand, CHECK_USAGE } from '../plugins/config/check-command.js'
-import { serveCommand, SERVE_USAGE } from '../plugins/server/serve-command.js'
+// Operator commands mirror the admin API (plugins/admin/cli.ts). Each command's module is loaded
+// when it runs, so a command loads only what it uses: `help` 0.08 s of CPU instead of 0.98, `check` 0.94 instead of 1.62,
+// `keys create` without the server, undici or the pipeline (the store and config loader only).
+import { ACCOUNTS_USAGE, KEYS_USAGE, MODELS_USAGE, REQUESTS_USAGE, TIERS_USAGE, WALLET_USAGE } from '../plugins/admin/cli-usage.js'
+import { CHECK_USAGE } from '../plugins/config/check-usage.js'
+import { SERVE_USAGE } from '../plugins/server/serve-usage.js'
 
 type Command = (args: string[]) => Promise<number>
+
+const admin = async (): Promise<typeof import('../plugins/admin/cli.js')> => await import('../plugins/admin/cli.js')
 
 const usage = [
   'usage: model-gateway <command> [args]',
@@ -23,14 +27,14 @@ const usage = [
 ].join('\n') + '\n'
 
 const commands: Record<string, Command> = {
-  check: checkCommand,
-  serve: serveCommand,
-  accounts: accountsCommand,
-  keys: keysCommand,
-  wallet: walletCommand,
-  requests: requestsCommand,
-  models: modelsCommand,
-  tiers: tiersCommand,
+  check: async (args) => await (await import('../plugins/config/check-command.js')).checkCommand(args),
+  serve: async (args) => await (await import('../plugins/server/serve-command.js')).serveCommand(args),
+  accounts: async (args) => await (await admin()).accountsCommand(args),
+  keys: async (args) => await (await admin()).keysCommand(args),
+  wallet: async (args) => await (await admin()).walletCommand(args),
+  requests: async (args) => await (await admin()).requestsCommand(args),
+  models: async (args) => await (await admin()).modelsCommand(args),
+  tiers: async (args) => await (await admin()).tiersCommand(args),
   help: async () => {
     process.stdout.write(usage)
     return 0

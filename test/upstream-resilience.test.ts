@@ -50,7 +50,8 @@ function member (view: UpstreamsView, name: string): UpstreamsView['providers'][
 
 t.test('one of two pool members down: every request answered by the healthy one; its circuit opens, then it rejoins after the cool-down', async (t) => {
   const port = await closedPort()
-  const cfg = writeTestConfig((c) => { twoMembers(c, { max_tries: 2, breaker_failures: 2, breaker_cooldown_ms: 2000 }) // long enough that no stall of a loaded machine between the last request and the view closes it })
+  // A cool-down long enough that no stall of a loaded machine between the last request and the view half-opens it.
+  const cfg = writeTestConfig((c) => { twoMembers(c, { max_tries: 2, breaker_failures: 2, breaker_cooldown_ms: 2000 }) })
   t.teardown(() => { cfg.remove() })
   const gw = await startTestGateway({ configFile: cfg.file, env: { OPENAI_B_BASE_URL: `http://127.0.0.1:${port}` }, server: { adminToken: ADMIN_TOKEN, random: () => 0.99 } })
   t.teardown(() => gw.close())

@@ -13,7 +13,8 @@ export interface CommandIo {
 
 const processIo = (): CommandIo => ({ env: process.env, stdout: process.stdout, stderr: process.stderr })
 
-export const CHECK_USAGE = 'check [file]   validate a config file (default: $GATEWAY_CONFIG or ./gateway.yaml)'
+import { CHECK_USAGE } from './check-usage.js'
+export { CHECK_USAGE }
 
 export async function checkCommand (args: readonly string[], io: CommandIo = processIo()): Promise<number> {
   if (args.length > 1) {

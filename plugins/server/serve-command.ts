@@ -9,7 +9,7 @@ import { startInstanceRegistry, type InstanceRegistry } from './instances.js'
 import { GatewayHost, type ReloadOutcome } from './reload.js'
 import { listenFailure, startupLine } from './startup-error.js'
 
-export const SERVE_USAGE = 'serve [file]   start the gateway (config: $GATEWAY_CONFIG or ./gateway.yaml; PORT and HOST override it)'
+export { SERVE_USAGE } from './serve-usage.js'
 
 /** The prefix of every start-up failure line on stderr. */
 export const STARTUP_FAILURE_PREFIX = 'model-gateway: cannot start: '
