@@ -1,4 +1,23 @@
+import { EventEmitter } from 'node:events'
 import type { ServerResponse } from 'node:http'
+
+/**
+ * The call's cancel signal, in the other form undici's `signal` option takes: an EventEmitter
+ * with `aborted` and `reason` that emits 'abort'. An AbortController and the EventTarget
+ * listeners undici adds to and removes from its signal cost about 20 µs of CPU per non-streamed
+ * request (profiled: 20,000 chat calls at 50 connections), a third of what the whole wait added.
+ */
+export class CancelSignal extends EventEmitter {
+  aborted = false
+  reason: unknown = undefined
+
+  abort (): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = new DOMException('This operation was aborted', 'AbortError')
+    this.emit('abort')
+  }
+}
 
 /**
  * The wait for a non-streamed answer's headers, watched for the client leaving. Such an answer's
@@ -17,7 +36,7 @@ import type { ServerResponse } from 'node:http'
  * and a job create must be read whatever happens: the provider may have created the job).
  */
 export class AnswerWait {
-  private readonly controller = new AbortController()
+  private readonly controller = new CancelSignal()
   private timer: NodeJS.Timeout | undefined
   private leftAt = 0
   /** True once the call was aborted because the client left (at once, or past the drain window). */
@@ -29,12 +48,13 @@ export class AnswerWait {
     /** The route's first-byte deadline, which aborts the call too (not a client that left). */
     private readonly deadline: AbortSignal | undefined
   ) {
-    res.once('close', this.onClose)
+    // on/off rather than once: stop() removes it whenever the answer comes, and onClose acts once.
+    res.on('close', this.onClose)
     deadline?.addEventListener('abort', this.onDeadline, { once: true })
   }
 
-  get signal (): AbortSignal {
-    return this.controller.signal
+  get signal (): CancelSignal {
+    return this.controller
   }
 
   /** Whether the client left during the wait. */

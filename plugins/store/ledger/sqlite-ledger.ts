@@ -151,7 +151,10 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     "SELECT kind, period, used, held FROM key_usage WHERE key_id = ? AND (kind = 'total' OR period >= ?) ORDER BY kind, period"
   )
   const resetUsage = db.prepare<[string]>('UPDATE key_usage SET used = 0 WHERE key_id = ? AND used <> 0')
-  const holdById = db.prepare<[string], HoldRow>('SELECT * FROM holds WHERE id = ?')
+  // The columns a close reads, not the whole row (a settle's first statement).
+  const holdById = db.prepare<[string], HoldRow>(
+    'SELECT id, account_id, amount, status, request_id, expires_at, cap_key_id, cap_day, cap_image_day, cap_images FROM holds WHERE id = ?'
+  )
   const closeHold = db.prepare<{ id: string, status: string, now: number, used: bigint | null, overage: bigint | null, unrecovered: bigint | null }>(
     `UPDATE holds SET status = @status, settled_at = @now, posted_amount = @used, overage = @overage, unrecovered = @unrecovered
      WHERE id = @id AND status = 'open'`
