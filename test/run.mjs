@@ -26,17 +26,25 @@ const TIMEOUT_S = 120
 const JOBS = Number(process.env.TEST_JOBS ?? 3)
 const CPU_LOG = process.env.TEST_CPU_LOG
 
-// The files that take longest (wall seconds on the CI machine, docs/testing.md) start first, so
-// that none of them is left running alone at the end while the other core idles.
+// The files that take longest (wall seconds on the CI machine, docs/testing.md), the soak (120 s,
+// paced) first: started in alphabetical order it ran alone at the end of the run.
 const LONGEST_FIRST = [
+  'soak.test.js',
   'readme.test.js',
   'admin-cli.test.js',
   'hostile/slow-reader.test.js',
-  'gateway-promise-property.test.js',
-  'errors-contract.test.js',
-  'keys-cache.test.js',
-  'console-api-sqlite.test.js',
   'console-api-pg.test.js',
+  'ops/startup-failures.test.js',
+  'console-api-sqlite.test.js',
+  'limits-key-cap.test.js',
+  'errors-contract.test.js',
+  'limits-streams.test.js',
+  'console-abuse-signin-sqlite.test.js',
+  'ops/shutdown-arriving.test.js',
+  'models-publish.test.js',
+  'streaming.test.js',
+  'console-abuse-signin-pg.test.js',
+  'wallet-bound-url-context.test.js',
   'console-browser.test.js'
 ]
 
