@@ -11,7 +11,8 @@
 // runner. No test uses tap's mocks or coverage. This keeps tap's own machinery for the rest:
 // `t.spawn` runs, buffers, parses and times out each file exactly as the runner does (same
 // 120 s limit, same TAP stream and `# { total, pass, fail }` summary); `env -u NODE_OPTIONS`
-// drops the loader its spawn adds.
+// drops the loader its spawn adds (and so any NODE_OPTIONS of the caller: pass node flags to a
+// single file with `node --flag .test-build/test/x.test.js`).
 //
 // `node test/run.mjs [part …]` runs only the files whose path contains one of the parts.
 // `TEST_CPU_LOG=file` appends each file's CPU seconds (user, system; its own process and all it
