@@ -14,9 +14,9 @@ import { GoogleGenAI } from '@google/genai'
 import fc from 'fast-check'
 import { OpenAI } from 'openai'
 import t from 'tap'
-import { expectedCost, fundedAccount, nanos, priceOf, showValues, waitForRows } from './helpers/billing.js'
+import { expectedCost, fundedAccount, nanos, priceOf, waitForRows } from './helpers/billing.js'
 import { startTestGateway, UNREACHED_LIMIT, type Backend, type TestGateway } from './helpers/gateway.js'
-import { allEntries } from './helpers/ledger.js'
+import { allEntries, showValues } from './helpers/ledger.js'
 
 const SEED = Number(process.env.GATEWAY_PROMISE_SEED ?? 2511)
 const MODELS = { chat: 'openai/gpt-4o-mini', messages: 'anthropic/claude-haiku-3.5', genai: 'genai/gemini-2.5-flash' } as const

@@ -4,7 +4,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import type { Store } from '../plugins/store/index.js'
-import { ledgerFacts, storedBound } from './helpers/ledger.js'
+import { ledgerFacts, showValues, storedBound } from './helpers/ledger.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 
 type Op =
@@ -60,7 +60,7 @@ async function runSequence (store: Store, clock: ManualClock, ops: Op[]): Promis
   const { ledger } = store
   const model = new Model()
   const fail = (msg: string, step: number, op: Op, extra?: unknown): never => {
-    throw new Error(`step ${step} ${JSON.stringify(op, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}: ${msg} ${String(extra ?? '')}`)
+    throw new Error(`step ${step} ${showValues(op)}: ${msg} ${String(extra ?? '')}`)
   }
 
   for (const [step, op] of ops.entries()) {
@@ -207,8 +207,7 @@ async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls
   let bound: bigint | null = null
   let blocked = false
   for (const [step, { credit, calls }] of steps.entries()) {
-    const show = (x: unknown): string => JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))
-    const fail = (msg: string): never => { throw new Error(`step ${step} ${show(calls)}: ${msg}`) }
+    const fail = (msg: string): never => { throw new Error(`step ${step} ${showValues(calls)}: ${msg}`) }
     if (credit > 0n) {
       await ledger.credit({ accountId, amount: credit, kind: 'topup', postingId: `${accountId}-c${step}` })
       credits += credit
@@ -257,7 +256,7 @@ async function runConcurrent (store: Store, steps: Array<{ credit: bigint; calls
       }
       const h = targets[i]!
       if (serialOrder && (a.posted !== (expected[i] as { posted: bigint }).posted || a.duplicate !== (expected[i] as { duplicate: boolean }).duplicate)) {
-        fail(`call ${i}: ${show(a)}, serial order says ${show(expected[i])}`)
+        fail(`call ${i}: ${showValues(a)}, serial order says ${showValues(expected[i])}`)
       }
       if (!a.duplicate) {
         if (!h.open) fail(`call ${i}: hold ${h.id} closed twice`)

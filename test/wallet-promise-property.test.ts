@@ -11,7 +11,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import type { HoldResult, SettleResult, Store } from '../plugins/store/index.js'
-import { allEntries, ledgerFacts, storedBound } from './helpers/ledger.js'
+import { allEntries, ledgerFacts, showValues, storedBound } from './helpers/ledger.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 
 const SEED = Number(process.env.PROMISE_SEED ?? 2025)
@@ -59,7 +59,7 @@ interface TrackedHold {
   posted: SettleResult | null
 }
 
-const show = (x: unknown): string => JSON.stringify(x, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))
+const show = showValues
 
 async function runOne (stores: [Store, Store], clock: ManualClock, run: { bounds: bigint[], steps: Array<{ advanceMs: number, calls: Call[] }> }): Promise<void> {
   const [first] = stores

@@ -5,6 +5,7 @@
 import type { Test } from 'tap'
 import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
 import { allEntries } from './ledger.js'
+import { seedFundedKey } from './store.js'
 import type { LedgerEntry } from '../../plugins/store/ledger/types.js'
 import type { Store } from '../../plugins/store/types.js'
 import type { TestGateway } from './gateway.js'
@@ -285,16 +286,9 @@ export function adminClient (gw: TestGateway, token: string): <T = Record<string
 
 /**
  * An account of `tier` with `credit` topped up (so every model is unlocked) and a key: the
- * property tests' fresh wallet per run. `label` names the account and the posting.
+ * property tests' fresh wallet per run (seedFundedKey with a decimal credit). `label` names the account.
  */
 export async function fundedAccount (store: Store, credit: string, label: string, tier = 'free'): Promise<{ accountId: string, key: string }> {
-  const account = await store.accounts.create({ name: label, tier })
-  const created = await store.keys.create({ accountId: account.id, name: `${label} key` })
-  if (!created.ok) throw new Error(created.error)
-  await store.ledger.credit({ accountId: account.id, amount: nanos(credit), kind: 'topup', postingId: `${label}:${account.id}` })
-  await store.accounts.markToppedUp(account.id)
-  return { accountId: account.id, key: created.value.plaintext }
+  const { account, key } = await seedFundedKey(store, { account: label, key: `${label} key`, tier }, nanos(credit))
+  return { accountId: account.id, key }
 }
-
-/** JSON with bigints shown as `123n`: a failing run's values in its message. */
-export const showValues = (x: unknown): string => JSON.stringify(x, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))

@@ -63,3 +63,6 @@ export async function storedBound (store: Store, accountId: string): Promise<big
   const bound = rows[0]?.bound
   return bound === undefined || bound === null ? null : BigInt(bound)
 }
+
+/** JSON with bigints shown as `123n`: a failing property run's values in its message. */
+export const showValues = (x: unknown): string => JSON.stringify(x, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))

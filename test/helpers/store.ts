@@ -118,8 +118,8 @@ export async function dumpAllTables (store: Store): Promise<Record<string, unkno
  * An account with one key, credited `credit` nano-units and marked topped up (neither when
  * `credit` is 0): what a test calls the gateway with.
  */
-export async function seedFundedKey (store: Store, names: { account: string, key: string }, credit: bigint): Promise<{ account: Account, key: string }> {
-  const account = await store.accounts.create({ name: names.account })
+export async function seedFundedKey (store: Store, names: { account: string, key: string, tier?: string }, credit: bigint): Promise<{ account: Account, key: string }> {
+  const account = await store.accounts.create({ name: names.account, ...(names.tier === undefined ? {} : { tier: names.tier }) })
   const created = await store.keys.create({ accountId: account.id, name: names.key })
   if (!created.ok) throw new Error(`seeding the key failed: ${created.error}`)
   if (credit > 0n) {
