@@ -4,8 +4,10 @@
 // any answer, so the hold is released and nothing is billed. One timer per request, and only
 // on routes that set the value.
 
+import { CancelSignal } from './cancel-signal.js'
+
 export class FirstByteDeadline {
-  private readonly controller = new AbortController()
+  private readonly controller = new CancelSignal()
   private readonly timer: NodeJS.Timeout
   /** True once the deadline passed before the first byte. */
   expired = false
@@ -18,8 +20,8 @@ export class FirstByteDeadline {
     this.timer.unref()
   }
 
-  get signal (): AbortSignal {
-    return this.controller.signal
+  get signal (): CancelSignal {
+    return this.controller
   }
 
   /** The first byte arrived (or the request ended otherwise): the deadline no longer applies. */

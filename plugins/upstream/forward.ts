@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici'
 import { gatewayError, GatewayError, type ErrorCode } from '../errors/index.js'
 import type { CompiledProvider } from './providers.js'
-import type { CancelSignal } from './answer-wait.js'
+import type { CancelSignal } from './cancel-signal.js'
 
 // Which client headers go upstream is the provider's allow-list (allow-lists.ts).
 export { upstreamRequestHeaders, type RequestHeaderFilter } from './allow-lists.js'
@@ -101,7 +101,7 @@ export interface UpstreamCall {
   /** The wait for the response headers, ms: the provider's timeout_ms, or its answer_timeout_ms for a non-streamed answer. */
   headersTimeoutMs: number
   /** Cancels the call (the route's first-byte deadline, a client that left a non-streamed answer's wait). */
-  signal?: AbortSignal | CancelSignal
+  signal?: CancelSignal
 }
 
 export async function callUpstream (dispatcher: Dispatcher, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
