@@ -61,7 +61,13 @@ function rank (file) {
   return i === -1 ? LONGEST_FIRST.length : i
 }
 
-if (files.length === 0) {
+// Run with the files when nothing is chosen, or when named (`node test/run.mjs typecheck`).
+const CHECKS = [
+  ['typecheck: tsc -p tsconfig.json --noEmit finds no error', 'node_modules/typescript/bin/tsc', ['-p', 'tsconfig.json', '--noEmit']],
+  ['lint: eslint . finds no problem', 'node_modules/eslint/bin/eslint.js', ['.']]
+].filter(([name]) => parts.length === 0 || parts.some((p) => name.startsWith(p)))
+
+if (files.length === 0 && CHECKS.length === 0) {
   console.error(`test/run.mjs: no test file in ${DIR} matches ${parts.join(' ')} (run \`npm run test:compile\` first)`)
   process.exit(1)
 }
@@ -69,6 +75,11 @@ if (files.length === 0) {
 t.setTimeout(0)
 t.jobs = JOBS
 const env = { ...process.env, TAP_TIMEOUT: String(TIMEOUT_S) }
+// The type check and the lint, as two more lanes of the same pool (a failure is a failed
+// subtest like any other): test/checks.mjs emits the JavaScript without them.
+for (const [name, script, args] of CHECKS) {
+  t.spawn(process.execPath, ['test/check-lane.mjs', name, script, ...args], { name, buffered: JOBS > 1, timeout: TIMEOUT_S * 1000, env })
+}
 for (const file of files) {
   const path = join(DIR, file)
   const command = ['env', '-u', 'NODE_OPTIONS', process.execPath, '--enable-source-maps', path]
