@@ -9,6 +9,7 @@ import { loadConfig } from '../plugins/config/index.js'
 import { buildServer } from '../plugins/server/server.js'
 import { openServices } from '../plugins/gateway/index.js'
 import { parseMoney } from '../plugins/pricing/money.js'
+import { createWallet } from '../plugins/wallet/wallet.js'
 import { startMockUpstream } from '../test/fixtures/mock-upstream.js'
 import { mockEnv } from '../test/helpers/gateway.js'
 
@@ -50,7 +51,7 @@ const admin = await buildAdminServer({
 const account = await services.store.accounts.create({ name: 'demo' })
 const created = await services.store.keys.create({ accountId: account.id, name: 'demo key' })
 if (!created.ok) fail(`creating the demo key: ${created.error}`)
-await services.store.ledger.credit({ accountId: account.id, amount: parseMoney('5.00'), kind: 'topup', postingId: `demo:${account.id}` })
+await createWallet({ ledger: services.store.ledger }).credit({ accountId: account.id, amount: parseMoney('5.00'), kind: 'topup', postingId: `demo:${account.id}` })
 await services.store.accounts.markToppedUp(account.id)
 try {
   await app.listen({ port, host: '127.0.0.1' })

@@ -1,5 +1,6 @@
 // The production tree stands alone: nothing under plugins/ (or a built bin script) reaches into
 // test/, so the build and the mounted package never carry test helpers (they live in test/helpers/).
+// And neighbours that meet through an interface do not import each other (upstream and jobs).
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import t from 'tap'
@@ -52,4 +53,20 @@ t.test('the build compiles nothing from test/: its bin scripts import none, the 
 
 t.test('the store test helpers live in test/helpers/, not in the production tree', async (t) => {
   t.strictSame(sources(plugins).filter((f) => /testing/.test(relative(plugins, f))).map((f) => relative(root, f)), [])
+})
+
+// Upstream and jobs meet only through the translator interface (plugins/metering/translator.ts)
+// and the reader port jobs declare (plugins/jobs/job-checker.ts); the composition root wires
+// them. An import either way would make the two one folder again.
+t.test('plugins/upstream and plugins/jobs import nothing of each other', async (t) => {
+  const pairs: Array<[string, string]> = [['upstream', 'jobs'], ['jobs', 'upstream']]
+  for (const [from, to] of pairs) {
+    const files = sources(join(plugins, from))
+    t.ok(files.length > 3, `scanned plugins/${from} (${files.length} files)`)
+    const target = join(plugins, to)
+    for (const file of files) {
+      const into = specifiers(readFileSync(file, 'utf8')).filter((s) => resolve(file, '..', s).startsWith(target + '/'))
+      t.strictSame(into, [], `${relative(root, file)} imports nothing from plugins/${to}/`)
+    }
+  }
 })

@@ -3,6 +3,7 @@
 import t from 'tap'
 import { testBackends } from './helpers/store.js'
 import { createHoldKeeper } from '../plugins/wallet/hold-renewal.js'
+import { createWallet } from '../plugins/wallet/wallet.js'
 
 const TTL_MS = 300
 
@@ -21,7 +22,7 @@ for (const backend of testBackends()) {
     const { id: accountId } = await store.accounts.create({ name: 'keeper' })
     await store.ledger.credit({ accountId, amount: 1000n, kind: 'topup', postingId: `fund-${accountId}` })
     const warnings: string[] = []
-    const keeper = createHoldKeeper({ ledger: store.ledger, warn: ({ reason }) => { warnings.push(reason) } })
+    const keeper = createHoldKeeper({ wallet: createWallet({ ledger: store.ledger }), warn: ({ reason }) => { warnings.push(reason) } })
     const expiryOf = async (holdId: string): Promise<number | undefined> =>
       (await store.ledger.openHolds(accountId)).find((h) => h.id === holdId)?.expiresAt.getTime()
 

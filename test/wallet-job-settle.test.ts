@@ -5,7 +5,7 @@
 import t from 'tap'
 import { endJob } from '../plugins/jobs/settle-job.js'
 import type { Store } from '../plugins/store/index.js'
-import type { UnrecoveredOverage } from '../plugins/wallet/post.js'
+import { createWallet, type UnrecoveredOverage } from '../plugins/wallet/index.js'
 import { allEntries } from './helpers/ledger.js'
 import { ManualClock, seedFundedKey, testBackends } from './helpers/store.js'
 
@@ -30,7 +30,7 @@ for (const backend of testBackends()) {
       if (!ok) throw new Error('job not recorded')
     }
     const reported: UnrecoveredOverage[] = []
-    const deps = { jobs: store.jobs, ledger: store.ledger, clock, onUnrecovered: (o: UnrecoveredOverage) => { reported.push(o) } }
+    const deps = { jobs: store.jobs, wallet: createWallet({ ledger: store.ledger, onUnrecovered: (o: UnrecoveredOverage) => { reported.push(o) } }), clock }
 
     // A request still running holds 0.50; the job held 0.10 and is priced 5.00 (a price the
     // hold did not bound: a configuration fault).

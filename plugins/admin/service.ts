@@ -13,6 +13,7 @@ import type { Account, AccountPatch, ApiKeyRecord, Clock, KeyInputContext, KeyIn
 import { InvalidCursorError, PostingConflictError, systemClock, validateKeyInput, validateKeyPatch } from '../store/index.js'
 import { MAX_LEDGER_AMOUNT } from '../store/ledger/index.js'
 import { overdraftOf } from '../wallet/bound.js'
+import { createWallet } from '../wallet/wallet.js'
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MINOR_UNIT_DIGITS } from './constants.js'
 import {
   type AccountView,
@@ -390,7 +391,8 @@ export async function creditAccount (ctx: AdminContext, id: string, body: unknow
     throw requestInvalid('amount', `This credit would take the balance above ${formatMoney(MAX_BALANCE)}, the most one account may hold.`)
   }
   try {
-    await ctx.store.ledger.credit({ accountId: account.id, amount, kind, postingId, ...(note === undefined ? {} : { note }) })
+    // Through the wallet, the ledger's one writer.
+    await createWallet({ ledger: ctx.store.ledger }).credit({ accountId: account.id, amount, kind, postingId, ...(note === undefined ? {} : { note }) })
   } catch (err) {
     // The ledger refuses a posting id reused for another amount or kind: a client bug, not a retry.
     if (key !== undefined && err instanceof PostingConflictError) {

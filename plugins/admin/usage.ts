@@ -5,6 +5,7 @@ import type { KeyUsageRow } from '../store/ledger/index.js'
 import type { ApiKeyRecord } from '../store/types.js'
 import { formatMoney } from '../pricing/money.js'
 import { keyNotFound, type AdminContext } from './service.js'
+import { createWallet } from '../wallet/wallet.js'
 
 export interface CapUsageView {
   cap: 'quota' | 'daily_spend_cap' | 'monthly_spend_cap' | 'daily_image_cap'
@@ -78,6 +79,6 @@ export async function getKeyUsage (ctx: AdminContext, id: string): Promise<KeyUs
 export async function resetKeyUsage (ctx: AdminContext, id: string): Promise<KeyUsageView> {
   const key = await ctx.store.keys.get(id)
   if (!key) throw keyNotFound()
-  await ctx.store.ledger.resetKeyUsage(key.id)
+  await createWallet({ ledger: ctx.store.ledger }).resetKeyUsage(key.id)
   return await usageOf(ctx, key)
 }

@@ -9,6 +9,7 @@ import type { GatewayConfig } from '../config/types.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
 import { accessLogPlugin } from '../access-log/index.js'
 import { limitsPlugin } from '../limits/index.js'
+import { passthrough } from '../metering/index.js'
 import { metricsPlugin, type GatewayMetrics } from '../metrics/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
 import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
@@ -18,11 +19,8 @@ import { pipelineHost, type PipelineStats } from '../pipeline/host.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { requestPlugin } from '../request/index.js'
 import { requestLogPlugin } from '../request-log/index.js'
-import { upstreamPlugin, type UpstreamView } from '../upstream/index.js'
-import { walletPlugin } from '../wallet/index.js'
-import { createHoldKeeper } from '../wallet/hold-renewal.js'
-import { reapExpiredHolds } from '../wallet/reaper.js'
-import { unrecoveredReporter } from '../wallet/post.js'
+import { createStatusReader, upstreamPlugin, type UpstreamView } from '../upstream/index.js'
+import { createHoldKeeper, createWallet, reapExpiredHolds, unrecoveredReporter, walletPlugin } from '../wallet/index.js'
 import { createImagePauseStore } from '../store/image-pause.js'
 import { createModelStatusStore } from '../store/model-status.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
@@ -75,11 +73,22 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   // An unrecovered overage, from a request's settle or a job's: one log line and the metric.
   const metrics = parts.metrics
   const onUnrecovered = unrecoveredReporter(parts.log, metrics === undefined ? undefined : (amount) => { metrics.recordUnrecovered(amount) })
+  // The ledger's one writer: requests' holds (charge, renewal, settle) and jobs' ends alike.
+  const wallet = createWallet({ ledger: store.ledger, onUnrecovered })
   const idempotency = idempotencyPlugin({ store: store.idempotency })
-  // A job create's idempotency key names its job once the job is recorded.
-  const jobs = createJobs({ config, jobs: store.jobs, ledger: store.ledger, clock, log: parts.log, onUnrecovered, onCreated: async (ctx, job) => { await idempotency.jobCreated(ctx, job.id) } })
+  // A job create's idempotency key names its job once the job is recorded. The watcher reads
+  // job statuses on connections of its own (the upstream concern's reader; jobs close it).
+  const jobs = createJobs({
+    config,
+    jobs: store.jobs,
+    wallet,
+    clock,
+    log: parts.log,
+    reader: createStatusReader(config),
+    onCreated: async (ctx, job) => { await idempotency.jobCreated(ctx, job.id) }
+  })
   // Shared by the wallet (it keeps holds) and the metrics (they count them).
-  const keeper = createHoldKeeper({ ledger: store.ledger, warn: (fields) => { parts.log.warn(fields, 'hold renewal') } })
+  const keeper = createHoldKeeper({ wallet, warn: (fields) => { parts.log.warn(fields, 'hold renewal') } })
   const view = parts.upstreamView
   parts.metrics?.use({
     holdsOutstanding: () => keeper.size(),
@@ -110,11 +119,12 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     featuresPlugin(),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotency,
-    walletPlugin({ ledger: store.ledger, models, clock, config: config.wallet, limits: config.limits, log: parts.log, keeper, onUnrecovered }),
+    walletPlugin({ wallet, models, clock, config: config.wallet, limits: config.limits, log: parts.log, keeper }),
     upstreamPlugin({
       config,
       models,
-      jobs,
+      // Each operation's translator: the passthrough's edits and meter; jobs' target and answer for job routes.
+      translatorFor: jobs.translatorFor(passthrough),
       ...(parts.random ? { random: parts.random } : {}),
       ...(parts.upstreamView ? { view: parts.upstreamView } : {}),
       onHealthCheckError: (provider, err) => { parts.log.warn({ provider, code: (err as { code?: string }).code }, 'upstream health check failed') }
@@ -155,7 +165,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
   })
   const plugins = opts.plugins ? opts.plugins(defaults) : defaults
   // Every instance releases holds whose instance died (their expiry passed).
-  const reaper = reapExpiredHolds(services.store.ledger, config.wallet.reaper_interval_ms, app.log)
+  const reaper = reapExpiredHolds(createWallet({ ledger: services.store.ledger }), config.wallet.reaper_interval_ms, app.log)
   // Listed first, so it closes last: after every request settled and every other plugin closed.
   const lifecycle: GatewayPlugin = {
     name: 'services',

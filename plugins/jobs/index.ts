@@ -1,63 +1,66 @@
 // Asynchronous jobs (video, music, generative-content operations), owned by their account and
-// billed once when they succeed, whether or not anyone polls. The host calls these entry points:
-//   stage              admit: a poll's or download's job id is the caller's (else not-found)
-//   upstreamTarget     forward: the job's own provider and upstream path (no client query)
-//   answers / answer   forward: a create's or poll's answer (record, settle, id rewrite)
+// billed once when they succeed, whether or not anyone polls. Entry points:
+//   admit              admit phase: a poll's or download's job id is the caller's (else not-found)
+//   translatorFor      forward, through the upstream plugin's translator lookup: a poll or
+//                      download goes to the job's own provider (no client query); a create's
+//                      or poll's answer is read here (record, settle, id rewrite)
 //   watcher            background: finishes jobs nobody polls (start/stop with the server)
+// A job's hold is the wallet's (created by the charge phase); jobs record it and end it through
+// the wallet's post or release, and reach providers through the reader they are given: they
+// import nothing of plugins/upstream, which knows them only as a translator.
 import type { FastifyBaseLogger } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
+import type { Translator, TranslatorFor, UpstreamTarget } from '../metering/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { Clock, IdSource } from '../store/clock.js'
 import type { JobStore } from '../store/jobs/types.js'
-import type { LedgerStore } from '../store/ledger/types.js'
-import { compileUpstreams, type Upstreams } from '../upstream/providers.js'
-import type { UnrecoveredReporter } from '../wallet/post.js'
+import type { HoldCloser } from '../wallet/index.js'
 import { answerJob, type JobAnswered, type JobAnswerInput, type JobCreatedHook } from './job-answer.js'
-import { createJobChecker } from './job-checker.js'
+import { createJobChecker, type ProviderReader } from './job-checker.js'
 import { compileJobRoutes } from './job-routes.js'
 import { admitJob, jobOf } from './job-stage.js'
 import { createJobWatcher, type JobWatcher } from './watcher.js'
 
 export type { JobAnswered, JobAnswerInput, JobCreatedHook } from './job-answer.js'
+export type { ProviderReader } from './job-checker.js'
 export type { JobWatcher, WatchRound } from './watcher.js'
 export { JOB_ID, isJobId } from './job-id.js'
 
 export interface JobsDeps {
   config: GatewayConfig
   jobs: JobStore
-  ledger: LedgerStore
+  /** Where a job's hold ends: posted when it completes, released when it fails or expires. */
+  wallet: HoldCloser
   clock: Clock
   log: FastifyBaseLogger
   ids?: IdSource
-  /** The watcher's own upstream connections; default compiled from config (closed by close()). */
-  upstreams?: Upstreams
+  /** How the watcher and a download's check reach a job's provider (its own connections; closed by close()). */
+  reader: ProviderReader
   /** Hook point after a job is recorded (the idempotency concern's; see JobCreatedHook). */
   onCreated?: JobCreatedHook
-  /** Told about a job settle that left a cost unrecovered (the wallet's reporter). */
-  onUnrecovered?: UnrecoveredReporter
 }
 
 export interface Jobs {
   /** Admission of job polls and downloads (after auth): the id names a job of the caller's account. */
   readonly admit: (ctx: RequestContext) => Promise<void>
-  /** Where a job poll or download goes: the job's provider and upstream path; null for other routes; MODEL_UNAVAILABLE (legacy UPSTREAM_POOL_UNAVAILABLE) when that provider left the config. */
-  upstreamTarget (ctx: RequestContext): { provider: string, path: string } | null
-  /** True for the routes whose answer `answer` writes (job creates and polls). */
-  answers (ctx: RequestContext): boolean
-  answer (input: JobAnswerInput): Promise<JobAnswered>
+  /**
+   * The translators of the job operations over `base` (the request edits and meter of every
+   * call), built once: a create's and a poll's answer are written here; a poll and a download
+   * go to the job's own provider and upstream path (MODEL_UNAVAILABLE, legacy
+   * UPSTREAM_POOL_UNAVAILABLE, when that provider left the config). Every other operation: `base`.
+   */
+  translatorFor (base: Translator): TranslatorFor
   readonly watcher: JobWatcher
   close (): Promise<void>
 }
 
 export function createJobs (deps: JobsDeps): Jobs {
   const routes = compileJobRoutes(deps.config)
-  const ownUpstreams = deps.upstreams === undefined
-  const upstreams = deps.upstreams ?? compileUpstreams(deps.config)
-  const checker = createJobChecker(upstreams, routes)
+  const checker = createJobChecker(deps.reader, routes)
   const providerExists = (name: string): boolean => Object.prototype.hasOwnProperty.call(deps.config.providers, name)
-  const settleDeps = { jobs: deps.jobs, ledger: deps.ledger, clock: deps.clock, onUnrecovered: deps.onUnrecovered }
+  const settleDeps = { jobs: deps.jobs, wallet: deps.wallet, clock: deps.clock }
   const watcher = createJobWatcher({ ...settleDeps, checker, config: deps.config.jobs, log: deps.log })
   const answerDeps = {
     ...settleDeps,
@@ -65,23 +68,36 @@ export function createJobs (deps: JobsDeps): Jobs {
     ...(deps.ids ? { ids: deps.ids } : {}),
     ...(deps.onCreated ? { onCreated: deps.onCreated } : {})
   }
+  const target = (ctx: RequestContext): UpstreamTarget | null => {
+    const job = jobOf(ctx)
+    const what = ctx.plan.op.job?.role
+    if (!job || (what !== 'poll' && what !== 'content')) return null
+    const path = routes.upstreamPath(job.kind, what, job.upstreamId)
+    // A job stays with the provider that runs it; one removed from the config since cannot answer.
+    if (path === undefined || !providerExists(job.provider)) throw gatewayError('MODEL_UNAVAILABLE')
+    return { provider: job.provider, path }
+  }
+  const answer = async (input: JobAnswerInput): Promise<JobAnswered> => await answerJob(answerDeps, input)
   return {
     admit: admitJob({ ...settleDeps, checker }),
-    upstreamTarget (ctx) {
-      const job = jobOf(ctx)
-      const what = ctx.plan.op.job?.role
-      if (!job || (what !== 'poll' && what !== 'content')) return null
-      const path = routes.upstreamPath(job.kind, what, job.upstreamId)
-      // A job stays with the provider that runs it; one removed from the config since cannot answer.
-      if (path === undefined || !providerExists(job.provider)) throw gatewayError('MODEL_UNAVAILABLE')
-      return { provider: job.provider, path }
+    translatorFor (base) {
+      const create: Translator = { ...base, answer }
+      const poll: Translator = { ...base, target, answer }
+      // A download streams through the relay and its meter, from the job's provider.
+      const content: Translator = { ...base, target }
+      return (op) => {
+        switch (op.job?.role) {
+          case 'create': return create
+          case 'poll': return poll
+          case 'content': return content
+          default: return base
+        }
+      }
     },
-    answers: (ctx) => ctx.plan.op.job?.role === 'create' || ctx.plan.op.job?.role === 'poll',
-    answer: async (input) => await answerJob(answerDeps, input),
     watcher,
     async close () {
       await watcher.stop()
-      if (ownUpstreams) await upstreams.close()
+      await deps.reader.close()
     }
   }
 }
@@ -89,8 +105,8 @@ export function createJobs (deps: JobsDeps): Jobs {
 /**
  * admit: a job poll or download names a job of the caller's account (else the not-found of a
  * missing id); a download of a job not yet known to be finished is settled first. setup starts
- * the watcher (when `watch`), close stops it. The forward phase asks `Jobs` where job routes go
- * and lets it write their answers.
+ * the watcher (when `watch`), close stops it. The forward phase reaches jobs only through the
+ * translators of `Jobs.translatorFor`, which the composition root hands to the upstream plugin.
  */
 export function jobsPlugin (jobs: Jobs, opts: { watch: boolean }): GatewayPlugin {
   return {

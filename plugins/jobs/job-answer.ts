@@ -1,9 +1,7 @@
-import type { FastifyReply } from 'fastify'
-import type { Readable } from 'node:stream'
 import { authOf } from '../auth/index.js'
 import { gatewayError } from '../errors/index.js'
 import type { RequestContext } from '../pipeline/context.js'
-import type { CompiledModel } from '../models/catalogue.js'
+import type { Answered, AnswerInput } from '../metering/index.js'
 import { jobUnits } from '../operations/index.js'
 import { costOf } from '../pricing/cost.js'
 import type { Usage } from '../pricing/usage-types.js'
@@ -34,25 +32,11 @@ export interface JobAnswerDeps extends SettleJobDeps {
  */
 export type JobCreatedHook = (ctx: RequestContext, job: NewJob) => void | Promise<void>
 
-/** The upstream's answer to a job create or poll, before the client has seen any of it. */
-export interface JobAnswerInput {
-  ctx: RequestContext
-  reply: FastifyReply
-  status: number
-  /** The client's response headers (upstream's, filtered, plus the gateway's own). */
-  headers: Record<string, string | string[]>
-  body: Readable
-  /** The provider that answered: a job is polled there. */
-  provider: string
-  answered: CompiledModel | null
-}
+/** The upstream's answer to a job create or poll, before the client has seen any of it (the translator's input). */
+export type JobAnswerInput = AnswerInput
 
 /** What the host's finish (settle, request log) is told about the answer. */
-export interface JobAnswered {
-  usage: Usage | null
-  /** The gateway's job id and the upstream's status word. */
-  job?: { id: string, status: string | undefined }
-}
+export type JobAnswered = Answered
 
 const ONE_JOB: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, images: 0, audioSeconds: 0, characters: 0, calls: 0, jobs: 1, reported: true }
 const NO_USAGE: Usage = { ...ONE_JOB, jobs: 0 }

@@ -1,5 +1,4 @@
-import { callUpstream } from '../upstream/forward.js'
-import type { Upstreams } from '../upstream/providers.js'
+import type { Readable } from 'node:stream'
 import type { JobRecord } from '../store/jobs/types.js'
 import { observe, type Observation } from './job-kinds.js'
 import type { JobRoutes } from './job-routes.js'
@@ -18,29 +17,27 @@ export interface JobChecker {
 }
 
 /**
+ * How the checker reaches a provider: a GET of `path` at the named provider with the operator's
+ * credentials and nothing of any client's request; throws when the provider is gone or the call
+ * fails. The composition root gives the upstream concern's (createStatusReader), so jobs import
+ * nothing of upstream; jobs own it (close() closes it).
+ */
+export interface ProviderReader {
+  get (provider: string, path: string): Promise<{ statusCode: number, body: Readable }>
+  close (): Promise<void>
+}
+
+/**
  * Asks a job's own provider for its status, with the operator's credential and nothing of any
  * client's request (no client headers, no query string).
  */
-export function createJobChecker (upstreams: Upstreams, routes: JobRoutes): JobChecker {
+export function createJobChecker (reader: Pick<ProviderReader, 'get'>, routes: JobRoutes): JobChecker {
   return {
     async check (job) {
       const path = routes.upstreamPath(job.kind, 'poll', job.upstreamId)
       if (path === undefined) return { kind: 'unknown', reason: `no poll route for ${job.kind} jobs` }
-      let provider
       try {
-        provider = upstreams.provider(job.provider)
-      } catch {
-        return { kind: 'unknown', reason: `provider ${job.provider} is no longer configured` }
-      }
-      try {
-        const res = await callUpstream(upstreams.dispatcher, {
-          provider,
-          method: 'GET',
-          path: provider.basePath + path,
-          headers: { accept: 'application/json', 'accept-encoding': 'identity', ...provider.headers },
-          headersTimeoutMs: provider.timeoutMs,
-          body: undefined
-        })
+        const res = await reader.get(job.provider, path)
         if (res.statusCode === 404) {
           res.body.resume()
           return { kind: 'gone' }

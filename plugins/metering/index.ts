@@ -2,3 +2,5 @@ export { createMeter, type Meter, type MeterInput, type RequestFacts } from './m
 export { emptyUsage, sanitize, sanitizeCount, type RawUsage, type SanitizedUsage, type Usage, type UsageCounts, type UsageField } from './usage.js'
 export { createSseParser, type SseEvent, type SseParser, type SseParserOptions } from './sse.js'
 export { injectIncludeUsage, createUsageChunkFilter, createUsageEventFilter, type ChunkFilter } from './include-usage.js'
+export type { Answered, AnswerInput, Translator, TranslatorFor, UpstreamBody, UpstreamTarget } from './translator.js'
+export { passthrough } from './passthrough.js'

@@ -1,21 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type Catalogue, type ErrorCode } from '../errors/index.js'
-import { createMeter, createUsageEventFilter, injectIncludeUsage, type Meter } from '../metering/index.js'
-import type { Jobs } from '../jobs/index.js'
+import { createUsageEventFilter, type Translator, type TranslatorFor } from '../metering/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
-import { audioDurationBound } from '../pricing/audio-bound.js'
-import { askedImageTier } from '../operations/image-tier-check.js'
-import type { ImagePrices } from '../pricing/compile.js'
-import { worstImageTier } from '../pricing/image-tier.js'
-import type { RequestFacts } from '../metering/index.js'
 import type { Usage } from '../pricing/usage-types.js'
 import { answersAsStream, type Outcome, type RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
-import { applyBodyRules } from '../request/body-rules.js'
-import { applyCapEdits } from '../request/uses-caps.js'
-import { rewriteJsonModel } from '../request/json-model.js'
-import { rewriteMultipartModel } from '../request/multipart-model.js'
 import {
   callUpstream, clientErrorCode, countsAgainstMember, mapUpstreamFailure, unhealthyStatus, upstreamRequestHeaders, upstreamStatusError,
   type RequestHeaderFilter
@@ -23,7 +13,6 @@ import {
 import type { CompiledPool, CompiledProvider, Upstreams } from './providers.js'
 import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
 import { AnswerWait } from './answer-wait.js'
-import { estimateFacts } from './estimate-facts.js'
 import { FirstByteDeadline } from './first-byte.js'
 import { relay, relayOutcome, type RelayEnd } from './relay.js'
 
@@ -37,8 +26,11 @@ export interface ForwardDeps {
   writeStallMs: number
   random: () => number
   retry: RetryPolicy
-  /** Asynchronous jobs: a poll's or download's upstream target, a create's or poll's answer. */
-  jobs?: Jobs
+  /**
+   * Each operation's translator: the request edits and the meter; for a job operation, the
+   * job's own provider and the writer of its answer (plugins/jobs, wired by the composition root).
+   */
+  translatorFor: TranslatorFor
 }
 
 /**
@@ -76,65 +68,6 @@ const FALLBACK_ON: ReadonlySet<string> = new Set(['MODEL_UNAVAILABLE', 'MODEL_BU
 
 function ms (from: bigint, to: bigint): number {
   return Number(to - from) / 1e6
-}
-
-function upstreamBody (ctx: RequestContext, model: CompiledModel | null): Buffer | undefined {
-  const body = ctx.body
-  if (!body) return undefined
-  if (!model) return body.raw
-  if (body.kind === 'json') {
-    const rules = model.bodyRules.get(ctx.plan.operation)
-    const ruled = rules === undefined ? body.raw : applyBodyRules(body.raw, rules) ?? body.raw
-    // The hosted tools' uses caps the hold counted and the request left unset (features plugin).
-    const edits = ctx.state.capEdits
-    const raw = edits == null ? ruled : applyCapEdits(ruled, edits) ?? ruled
-    if (typeof body.json.model !== 'string') return raw
-    return rewriteJsonModel(raw, model.upstreamModel) ??
-      Buffer.from(JSON.stringify({ ...body.json, model: model.upstreamModel }))
-  }
-  // Throws (REQUEST_INVALID, nothing sent or billed) when the part read is not the one found.
-  return rewriteMultipartModel(body.raw, body.summary.boundary, body.summary.fields.model, model.upstreamModel) ?? body.raw
-}
-
-/**
- * A stream of an operation that may get a usage chunk (`op.usageChunk`: chat completions) always
- * asks the upstream for it, so the charge is reported rather than estimated; `filter` is true
- * when the client did not ask for it, and the chunk must then be dropped from its stream.
- */
-function withUsageRequested (ctx: RequestContext, body: Buffer | undefined): { body: Buffer | undefined, filter: boolean } {
-  if (!body || !ctx.plan.op.usageChunk || ctx.body?.kind !== 'json' || ctx.body.json.stream !== true) return { body, filter: false }
-  const injected = injectIncludeUsage(body)
-  return injected ? { body: injected, filter: true } : { body, filter: false }
-}
-
-/** The image entry asked for, and the one the hold counted for it (charged when the answer leaves `auto` unresolved). */
-function imageTierFacts (prices: ImagePrices, body: RequestContext['body']): NonNullable<RequestFacts['imageTier']> {
-  const asked = askedImageTier(prices, body)
-  return { ...asked, worst: worstImageTier(prices, asked) }
-}
-
-/** What the meter needs to estimate usage when the upstream reports none. */
-function meterFor (ctx: RequestContext, model: CompiledModel | null, sse: boolean, status: number, dropUsageEvents: boolean): Meter {
-  const body = ctx.body
-  const audio = body?.kind === 'multipart' ? body.summary.files.find((f) => f.field === 'file') : undefined
-  const features = ctx.state.features
-  return createMeter({
-    meter: ctx.plan.op.meter,
-    sse,
-    status,
-    dropUsageEvents,
-    ...(features !== undefined && features.length > 0
-      ? { features: features.map((u) => ({ name: u.feature.name, charge: u.feature.charge, report: u.feature.report, worstUses: u.uses })) }
-      : {}),
-    ...(model ? { unit: model.pricing.unit, estimate: estimateFacts(ctx, model) } : {}),
-    request: {
-      ...(body?.kind === 'json' ? { json: body.json } : {}),
-      ...(body?.kind === 'multipart' ? { multipartFields: body.summary.fields } : {}),
-      // What is estimated when the provider reports nothing: the bound the hold counted, never a header alone.
-      ...(audio ? { audioSeconds: audioDurationBound(audio).millis / 1000 } : {}),
-      ...(model?.price.imagePrices === undefined ? {} : { imageTier: imageTierFacts(model.price.imagePrices, body) })
-    }
-  })
 }
 
 function upstreamPath (ctx: RequestContext, provider: CompiledProvider, template: string, model: CompiledModel | null): string {
@@ -199,6 +132,8 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
   const primary = ctx.model
   const wholeAnswer = GENERATES.has(ctx.plan.op.meter.kind) && !answersAsStream(ctx)
   const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
+  // One per request: the operation does not change with the fallback model.
+  const translator = deps.translatorFor(ctx.plan.op)
   let lastError: GatewayError | null = null
   for (let i = 0; i < candidates.length; i++) {
     const id = candidates[i] ?? null
@@ -212,9 +147,9 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
       if (!await control.retarget(fallback)) continue
     }
     const target = targetOf(ctx, ctx.model)
-    const jobTarget = deps.jobs?.upstreamTarget(ctx) ?? null
+    const jobTarget = translator.target?.(ctx) ?? null
     const pool = jobTarget ? null : deps.upstreams.pool(target.poolName)
-    const { body, filter } = withUsageRequested(ctx, upstreamBody(ctx, target.model))
+    const { body, filter } = translator.requestBody(ctx, target.model)
     const contentType = ctx.body?.kind === 'multipart' ? ctx.body.contentType : ctx.body ? 'application/json' : undefined
     // Bit k: member k of the pool was tried for this model.
     let tried = 0
@@ -259,7 +194,7 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
         if (wait?.cancelled === true) {
           // The client left and the call was cancelled (at once, or past the drain window).
           provider.health.released()
-          leftBeforeAnswer(ctx, reply, control, dispatchedAt)
+          leftBeforeAnswer(translator, ctx, reply, control, dispatchedAt)
           return
         }
         // Past the route's first-byte deadline: no other member is tried (see withDeadline).
@@ -302,7 +237,7 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
       deadline?.clear()
       // A client that left during the wait is read for what is left of its drain window.
       const drainMs = provider.drainOnDisconnect ? wait?.remainingDrainMs() ?? deps.drainTimeoutMs : 0
-      const jobAnswer = relayAnswer(deps, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt, drainMs)
+      const jobAnswer = relayAnswer(deps, translator, ctx, reply, control, upstream, provider, primary, filter, dispatchedAt, drainMs)
       if (jobAnswer !== undefined) await jobAnswer
       return
     }
@@ -324,10 +259,10 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
  * estimate (the input, and the output only where the model may have reasoned unseen), marked
  * estimated. Nothing is sent (the client is gone); status 499 in the request log.
  */
-function leftBeforeAnswer (ctx: RequestContext, reply: FastifyReply, control: ForwardControl, dispatchedAt: bigint): void {
+function leftBeforeAnswer (translator: Translator, ctx: RequestContext, reply: FastifyReply, control: ForwardControl, dispatchedAt: bigint): void {
   reply.hijack()
   const now = process.hrtime.bigint()
-  const meter = meterFor(ctx, ctx.model, false, 200, false)
+  const meter = translator.meter(ctx, ctx.model, false, 200, false)
   control.end({
     kind: 'client_disconnected',
     errorCode: 'REQUEST_CLIENT_DISCONNECTED',
@@ -355,7 +290,7 @@ function addErrorHeaders (own: Record<string, string>, catalogue: Catalogue, cod
  * for a job's answer, whose promise it returns.
  */
 function relayAnswer (
-  deps: ForwardDeps, ctx: RequestContext, reply: FastifyReply, control: ForwardControl,
+  deps: ForwardDeps, translator: Translator, ctx: RequestContext, reply: FastifyReply, control: ForwardControl,
   upstream: Dispatcher.ResponseData, provider: CompiledProvider, primary: CompiledModel | null, filter: boolean, dispatchedAt: bigint,
   drainMs: number
 ): Promise<void> | undefined {
@@ -378,15 +313,16 @@ function relayAnswer (
   // error header of the contract, with the catalogue code it stands for.
   const refusedAs = answeredOk ? null : clientErrorCode(upstream.statusCode)
   if (refusedAs !== null) addErrorHeaders(own, deps.catalogue, refusedAs)
-  const jobs = deps.jobs
-  if (jobs?.answers(ctx)) {
+  // A job create or poll: the translator reads the whole answer and writes the client's.
+  const answer = translator.answer
+  if (answer !== undefined) {
     return (async () => {
-      const r = await jobs.answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own, provider.allow), body: upstream.body, provider: provider.name, answered })
+      const r = await answer({ ctx, reply, status: upstream.statusCode, headers: clientResponseHeaders(upstream.headers, own, provider.allow), body: upstream.body, provider: provider.name, answered })
       control.end({ kind: 'completed', httpStatus: upstream.statusCode, errorCode: null, answeredModel: answered, upstreamMs: ms(dispatchedAt, process.hrtime.bigint()), usage: r.usage, overheadMs, ...(r.job ? { job: r.job } : {}) })
     })()
   }
   const dropUsage = filter && answeredOk
-  const meter = answeredOk ? meterFor(ctx, answered, sse, upstream.statusCode, dropUsage) : null
+  const meter = answeredOk ? translator.meter(ctx, answered, sse, upstream.statusCode, dropUsage) : null
   let usage: Usage | null = null
   const finalUsage = (): Usage | null => {
     if (meter && !usage) usage = meter.finish()

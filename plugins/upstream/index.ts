@@ -1,12 +1,13 @@
 import type { GatewayConfig } from '../config/types.js'
 import { compileCatalogue } from '../errors/index.js'
-import type { Jobs } from '../jobs/index.js'
+import { passthrough, type TranslatorFor } from '../metering/index.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { forward, type ForwardDeps } from './forward-phase.js'
 import { compileUpstreams } from './providers.js'
 import type { UpstreamView } from './view.js'
 
+export { createStatusReader, type StatusReader } from './status-reader.js'
 export { createUpstreamView, upstreamAdminRoutes, type UpstreamView, type UpstreamStatus } from './view.js'
 
 export interface UpstreamPluginOptions {
@@ -14,18 +15,24 @@ export interface UpstreamPluginOptions {
   models: ModelCatalogue
   /** Injected randomness for the weighted pick of a pool member. */
   random?: () => number
-  /** Asynchronous jobs: where a poll or download goes, and the answer of a create or poll. */
-  jobs?: Jobs
+  /**
+   * Each operation's translator (request edits, meter; a job's target and answer); default: the
+   * passthrough translator for every operation (no job routes then).
+   */
+  translatorFor?: TranslatorFor
   /** Filled with a reader of the circuit state (admin API). */
   view?: UpstreamView
   /** Where a failed active health check is reported (never with credentials). */
   onHealthCheckError?: (provider: string, err: unknown) => void
 }
 
+const everyOperationPassthrough: TranslatorFor = () => passthrough
+
 /**
  * forward: picks a pool member, sends the request untouched (model rewritten to the upstream's
  * name), relays the answer through the meter, and tries the model's fallbacks while the upstream
- * fails before the first byte. Job routes: the jobs concern names the target and writes the answer.
+ * fails before the first byte. What an operation edits, meters and answers is its translator's
+ * (`translatorFor`; job routes: the jobs concern's, which names the target and writes the answer).
  */
 export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
   const { config } = opts
@@ -39,7 +46,7 @@ export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
     writeStallMs: config.server.client_write_stall_ms,
     random: opts.random ?? Math.random,
     retry: { maxTries: config.upstream.max_tries, retryStatuses: new Set(config.upstream.retry_statuses) },
-    ...(opts.jobs ? { jobs: opts.jobs } : {})
+    translatorFor: opts.translatorFor ?? everyOperationPassthrough
   }
   if (opts.view) opts.view.read = () => upstreams.status()
   return {

@@ -1,4 +1,4 @@
-import type { LedgerStore } from '../store/ledger/types.js'
+import type { Wallet } from './wallet.js'
 
 /** What the keeper needs of a request's hold (wallet-stage's RequestHold has it). */
 export interface KeptHold {
@@ -21,7 +21,7 @@ export interface HoldKeeper {
 }
 
 export interface HoldKeeperDeps {
-  ledger: Pick<LedgerStore, 'renew'>
+  wallet: Pick<Wallet, 'renew'>
   /** Told about a renewal that failed or came too late; never given the amount or the account. */
   warn?: (fields: { holdId: string, reason: string }) => void
 }
@@ -40,7 +40,7 @@ export function createHoldKeeper (deps: HoldKeeperDeps): HoldKeeper {
       const every = Math.max(1, Math.floor(ttlMs / 3))
       const timer = setTimeout(function renew () {
         if (hold.closed || !timers.has(hold.holdId)) { stop(hold.holdId); return }
-        deps.ledger.renew(hold.holdId, ttlMs).then((r) => {
+        deps.wallet.renew(hold.holdId, ttlMs).then((r) => {
           if (!r.renewed) {
             // Closed meanwhile (nothing to do) or expired: the event loop or the database was
             // slower than a third of the TTL; the settle will say NOT_BILLED.

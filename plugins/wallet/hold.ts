@@ -10,11 +10,11 @@ import { urlMediaHold } from '../pricing/url-media.js'
 import { featuresAtWorst, worstCaseUsage, type WorstCaseInput } from '../pricing/worst-case.js'
 import { worstImageTier } from '../pricing/image-tier.js'
 import { askedImageTier } from '../operations/image-tier-check.js'
-import type { LedgerStore } from '../store/ledger/types.js'
 import type { CapRefusal, HoldCaps } from '../store/ledger/caps.js'
 import type { ApiKeyRecord } from '../store/types.js'
 import { compileBounds } from './bound.js'
 import type { HoldKeeper } from './hold-renewal.js'
+import type { Wallet } from './wallet.js'
 
 /** The hold placed for a request: settled after the upstream finishes, or released. */
 export interface RequestHold {
@@ -31,7 +31,8 @@ export function holdOf (ctx: RequestContext): RequestHold | undefined {
 }
 
 export interface WalletDeps {
-  ledger: LedgerStore
+  /** Where the hold is placed (and a previous model's hold released). */
+  wallet: Pick<Wallet, 'hold' | 'release'>
   config: WalletConfig
   /** The tiers: each one's overdraft lowers the bound (wallet.floor − overdraft) of its accounts. */
   limits: Pick<LimitsConfig, 'default_tier' | 'tiers'>
@@ -169,7 +170,7 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
     if (previous && !previous.closed) {
       previous.closed = true
       deps.keeper?.drop(previous.holdId)
-      await deps.ledger.release(previous.holdId)
+      await deps.wallet.release(previous.holdId)
     }
     // Uploaded files are walked for their audio bound a slice at a time, other requests served
     // between slices; worstCase and the meter then reuse the result.
@@ -188,7 +189,7 @@ export function holdWorstCase (deps: WalletDeps): (ctx: RequestContext) => Promi
     const caps = capsOf(auth.key, images)
     // The account's bound: the hold may take it no lower, and neither may its settle.
     const floor = boundOf(auth.account.tier)
-    const held = await deps.ledger.hold(caps === undefined
+    const held = await deps.wallet.hold(caps === undefined
       ? { accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs }
       : { accountId: auth.account.id, amount, floor, requestId: ctx.requestId, ttlMs, caps })
     if (!held.ok) {

@@ -4,9 +4,14 @@ import { createHoldKeeper } from './hold-renewal.js'
 import type { RequestHold } from './hold.js'
 import { holdWorstCase, type WalletDeps } from './hold.js'
 import { billingStatusFor, settle, type SettleDeps, type Settled } from './settle.js'
+import type { Wallet } from './wallet.js'
 
 export { holdOf, worstCaseCost, type RequestHold } from './hold.js'
 export { chargeFor, billingStatusFor, type Settled } from './settle.js'
+export { createWallet, type CreditInput, type HoldCloser, type PostInput, type UnrecoveredOverage, type UnrecoveredReporter, type Wallet, type WalletOptions } from './wallet.js'
+export { createHoldKeeper, type HoldKeeper } from './hold-renewal.js'
+export { reapExpiredHolds } from './reaper.js'
+export { unrecoveredReporter } from './post.js'
 
 declare module '../pipeline/context.js' {
   interface RequestState {
@@ -17,7 +22,9 @@ declare module '../pipeline/context.js' {
   }
 }
 
-export interface WalletPluginDeps extends WalletDeps, SettleDeps {
+export interface WalletPluginDeps extends Omit<WalletDeps, 'wallet'>, Omit<SettleDeps, 'wallet'> {
+  /** The ledger's one writer (createWallet): holds, renewals, posts, releases. */
+  wallet: Wallet
   /** Where a hold renewal that failed is reported (never the amount or the account). */
   log?: FastifyBaseLogger
 }
@@ -25,10 +32,11 @@ export interface WalletPluginDeps extends WalletDeps, SettleDeps {
 /**
  * charge: the wallet hold of the worst-case cost (again for each fallback, at its price).
  * settle: posts what the upstream produced and releases the rest, exactly once. A hold is
- * renewed while its request runs (every TTL/3), so a long answer never outlives it.
+ * renewed while its request runs (every TTL/3), so a long answer never outlives it. Every
+ * write goes through `deps.wallet`, the ledger's one writer.
  */
 export function walletPlugin (deps: WalletPluginDeps): GatewayPlugin {
-  const keeper = deps.keeper ?? createHoldKeeper({ ledger: deps.ledger, warn: (fields) => { deps.log?.warn(fields, 'hold renewal') } })
+  const keeper = deps.keeper ?? createHoldKeeper({ wallet: deps.wallet, warn: (fields) => { deps.log?.warn(fields, 'hold renewal') } })
   const withKeeper = { ...deps, keeper }
   return {
     name: 'wallet',

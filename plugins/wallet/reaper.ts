@@ -1,13 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { LedgerStore } from '../store/ledger/types.js'
+import type { Wallet } from './wallet.js'
 
 /**
  * Releases holds whose expiry passed (their instance died, or their request never settled).
- * Every instance runs one; the ledger makes concurrent reapers safe.
+ * Every instance runs one, through the wallet; the ledger makes concurrent reapers safe.
  */
-export function reapExpiredHolds (ledger: LedgerStore, intervalMs: number, log: FastifyBaseLogger): { stop (): void } {
+export function reapExpiredHolds (wallet: Pick<Wallet, 'reapExpired'>, intervalMs: number, log: FastifyBaseLogger): { stop (): void } {
   const timer = setInterval(() => {
-    ledger.reapExpired().then(
+    wallet.reapExpired().then(
       (n) => { if (n > 0) log.warn({ released: n }, 'released expired holds') },
       (err: unknown) => log.error({ err }, 'hold reaper failed')
     )

@@ -4,19 +4,18 @@ import { costOf } from '../pricing/cost.js'
 import type { Usage } from '../pricing/usage-types.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
-import type { LedgerStore, SettleResult } from '../store/ledger/types.js'
+import type { SettleResult } from '../store/ledger/types.js'
 import type { HoldKeeper } from './hold-renewal.js'
 import { holdOf } from './hold.js'
-import { postHold, releaseHold, type UnrecoveredReporter } from './post.js'
+import type { HoldCloser } from './wallet.js'
 
 export interface SettleDeps {
-  ledger: LedgerStore
+  /** Posts or releases the request's hold (and reports an unrecovered overage). */
+  wallet: HoldCloser
   models: ModelCatalogue
   clock: Clock
   /** Stops the renewal of a hold once it is settled (see hold-renewal). */
   keeper?: HoldKeeper
-  /** Told about each unrecovered overage once (log line, metric). */
-  onUnrecovered?: UnrecoveredReporter
 }
 
 export interface Settled {
@@ -88,14 +87,14 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
     hold.closed = true
     if (outcome.job?.id === undefined) {
       // An accepted job that plugins/jobs did not record can never be matched to its end: release.
-      await releaseHold(deps, hold.holdId)
+      await deps.wallet.release(hold.holdId)
       return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null, unrecovered: null }
     }
     return { ...base, billing: 'PENDING', cost: null, postingId: null, overage: null, unrecovered: null }
   }
   hold.closed = true
   if (status === 'NOT_BILLED') {
-    await releaseHold(deps, hold.holdId)
+    await deps.wallet.release(hold.holdId)
     return { ...base, billing: 'NOT_BILLED', cost: 0n, postingId: null, overage: null, unrecovered: null }
   }
   // An estimate is the gateway's own count of text it saw, which the hold already bounds (output
@@ -103,7 +102,7 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
   // higher, the estimate is off, not the usage. Only a provider's report is posted as an overage.
   const amount = usage !== null && !usage.reported && charge > hold.amount ? hold.amount : charge
   const model = outcome.answeredModel?.id
-  const r = await postHold(deps, { holdId: hold.holdId, amount, requestId: ctx.requestId, ...(model === undefined ? {} : { model }) })
+  const r = await deps.wallet.post({ holdId: hold.holdId, amount, requestId: ctx.requestId, ...(model === undefined ? {} : { model }) })
   // Nothing posted nor left unrecovered: the hold had expired, there is no posting to name.
   const charged = r.posted > 0n || r.unrecovered > 0n
   return {

@@ -3,6 +3,8 @@
 import { request } from 'node:http'
 import type { JobsConfig } from '../../plugins/config/types.js'
 import { createJobs, type Jobs } from '../../plugins/jobs/index.js'
+import { createStatusReader } from '../../plugins/upstream/index.js'
+import { createWallet } from '../../plugins/wallet/index.js'
 import type { TestGateway } from './gateway.js'
 import { ledgerState, type LedgerState } from './billing.js'
 import { writeTestConfig, type TestConfig } from './test-config.js'
@@ -21,9 +23,10 @@ export function jobsTestConfig (jobs: Partial<Omit<JobsConfig, 'watcher'>> & { w
   })
 }
 
-/** The real job watcher (and the rest of plugins/jobs) on a test gateway's store, clock and config. */
+/** The real job watcher (and the rest of plugins/jobs) on a test gateway's store, clock and config, wired as the composition root wires it. */
 export function jobsOf (gw: TestGateway): Jobs {
-  return createJobs({ config: gw.config, jobs: gw.services.store.jobs, ledger: gw.services.store.ledger, clock: gw.services.clock, log: gw.app.log })
+  const { store, clock } = gw.services
+  return createJobs({ config: gw.config, jobs: store.jobs, wallet: createWallet({ ledger: store.ledger }), clock, log: gw.app.log, reader: createStatusReader(gw.config) })
 }
 
 export interface Created { id: string, status: string }

@@ -2,7 +2,7 @@
 // (plugins/metering/input-estimate.ts): the provider's model name, the model's per-image bound
 // in tokens, its context window, and the output the request was held for. Computed only when
 // an estimate is asked for (the output bound) or once per model (the rest).
-import type { EstimateFacts } from '../metering/input-estimate.js'
+import type { EstimateFacts } from './input-estimate.js'
 import type { CompiledModel } from '../models/catalogue.js'
 import { worstCaseUsage } from '../pricing/worst-case.js'
 import type { RequestContext } from '../pipeline/context.js'
