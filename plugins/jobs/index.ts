@@ -12,11 +12,11 @@ import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { Clock, IdSource } from '../store/clock.js'
 import type { JobStore } from '../store/jobs/types.js'
 import type { LedgerStore } from '../store/ledger/types.js'
-import { compileUpstreams, type Upstreams } from '../upstream/providers.js'
+import { openUpstreams, type UpstreamPlan, type Upstreams } from '../upstream/providers.js'
 import type { UnrecoveredReporter } from '../wallet/post.js'
 import { answerJob, type JobAnswered, type JobAnswerInput, type JobCreatedHook } from './job-answer.js'
 import { createJobChecker } from './job-checker.js'
-import { compileJobRoutes } from './job-routes.js'
+import type { JobRoutes } from './job-routes.js'
 import { admitJob, jobOf } from './job-stage.js'
 import { createJobWatcher, type JobWatcher } from './watcher.js'
 
@@ -24,14 +24,22 @@ export type { JobAnswered, JobAnswerInput, JobCreatedHook } from './job-answer.j
 export type { JobWatcher, WatchRound } from './watcher.js'
 export { JOB_ID, isJobId } from './job-id.js'
 
+/** The jobs concern's slice of the gateway's plan. */
+export interface JobsPlanSlice {
+  readonly config: Pick<GatewayConfig, 'providers' | 'jobs'>
+  /** Where each job kind is polled and downloaded (compileJobRoutes). */
+  readonly jobs: JobRoutes
+  readonly upstream: UpstreamPlan
+}
+
 export interface JobsDeps {
-  config: GatewayConfig
+  plan: JobsPlanSlice
   jobs: JobStore
   ledger: LedgerStore
   clock: Clock
   log: FastifyBaseLogger
   ids?: IdSource
-  /** The watcher's own upstream connections; default compiled from config (closed by close()). */
+  /** The gateway's upstreams (the forward phase's pools); default opened from the plan (and closed by close()). */
   upstreams?: Upstreams
   /** Hook point after a job is recorded (the idempotency concern's; see JobCreatedHook). */
   onCreated?: JobCreatedHook
@@ -52,16 +60,16 @@ export interface Jobs {
 }
 
 export function createJobs (deps: JobsDeps): Jobs {
-  const routes = compileJobRoutes(deps.config)
+  const { config, jobs: routes } = deps.plan
   const ownUpstreams = deps.upstreams === undefined
-  const upstreams = deps.upstreams ?? compileUpstreams(deps.config)
+  const upstreams = deps.upstreams ?? openUpstreams(deps.plan.upstream)
   const checker = createJobChecker(upstreams, routes)
-  const providerExists = (name: string): boolean => Object.prototype.hasOwnProperty.call(deps.config.providers, name)
+  const providerExists = (name: string): boolean => Object.prototype.hasOwnProperty.call(config.providers, name)
   const settleDeps = { jobs: deps.jobs, ledger: deps.ledger, clock: deps.clock, onUnrecovered: deps.onUnrecovered }
-  const watcher = createJobWatcher({ ...settleDeps, checker, config: deps.config.jobs, log: deps.log })
+  const watcher = createJobWatcher({ ...settleDeps, checker, config: config.jobs, log: deps.log })
   const answerDeps = {
     ...settleDeps,
-    firstCheckMs: deps.config.jobs.watcher.first_check_ms,
+    firstCheckMs: config.jobs.watcher.first_check_ms,
     ...(deps.ids ? { ids: deps.ids } : {}),
     ...(deps.onCreated ? { onCreated: deps.onCreated } : {})
   }
@@ -99,6 +107,8 @@ export function jobsPlugin (jobs: Jobs, opts: { watch: boolean }): GatewayPlugin
       if (opts.watch) jobs.watcher.start()
     },
     admit: jobs.admit,
+    // Only a job poll or download names a job to admit.
+    forRoute: (route) => route.op.job?.role === 'poll' || route.op.job?.role === 'content' ? { admit: jobs.admit } : {},
     close: async () => { await jobs.close() }
   }
 }

@@ -2,6 +2,7 @@
 // test gateway's own store and clock, and small clients for creates and polls.
 import { request } from 'node:http'
 import type { JobsConfig } from '../../plugins/config/types.js'
+import { compilePlan } from '../../plugins/gateway/plan.js'
 import { createJobs, type Jobs } from '../../plugins/jobs/index.js'
 import type { TestGateway } from './gateway.js'
 import { ledgerState, type LedgerState } from './billing.js'
@@ -23,7 +24,7 @@ export function jobsTestConfig (jobs: Partial<Omit<JobsConfig, 'watcher'>> & { w
 
 /** The real job watcher (and the rest of plugins/jobs) on a test gateway's store, clock and config. */
 export function jobsOf (gw: TestGateway): Jobs {
-  return createJobs({ config: gw.config, jobs: gw.services.store.jobs, ledger: gw.services.store.ledger, clock: gw.services.clock, log: gw.app.log })
+  return createJobs({ plan: compilePlan(gw.config), jobs: gw.services.store.jobs, ledger: gw.services.store.ledger, clock: gw.services.clock, log: gw.app.log })
 }
 
 export interface Created { id: string, status: string }
