@@ -145,7 +145,8 @@ function outcomeKind (code: string): Outcome['kind'] {
 
 /**
  * The host: one Fastify route per declared path, each running the phases of the plugins it is
- * given. It knows no concern; what a request goes through is the composition root's list.
+ * given, through the route's own chain (the hooks that apply to its plan, chosen once at
+ * registration). It knows no concern; what a request goes through is the composition root's list.
  */
 export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions): Promise<void> {
   const { config, routes } = opts.plan
