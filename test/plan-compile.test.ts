@@ -100,9 +100,8 @@ t.test('no concern compiles the raw config itself: the plan\'s compile steps are
     compileKeyHeaders: ['plugins/gateway/plan.ts'],
     compileAdmission: ['plugins/gateway/plan.ts'],
     bodyOptionsOf: ['plugins/gateway/plan.ts'],
-    // The table and catalogue, or the plan and its pools, in one call: for tools and tests only.
+    // The table and a catalogue over it in one call: for tools and tests only.
     compileModels: [],
-    compileUpstreams: [],
     compilePlan: ['plugins/gateway/plan.ts', 'plugins/gateway/index.ts', 'plugins/server/server.ts', 'plugins/server/reload.ts']
   }
   const calls = new Map<string, Set<string>>()

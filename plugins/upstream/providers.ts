@@ -265,8 +265,3 @@ export function openUpstreams (plan: UpstreamPlan): Upstreams {
     }
   }
 }
-
-/** A config's upstreams compiled and opened in one call (tools and tests; the gateway opens its plan's). */
-export function compileUpstreams (config: GatewayConfig): Upstreams {
-  return openUpstreams(compileUpstreamPlan(config))
-}
