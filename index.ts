@@ -8,8 +8,8 @@
 import { loadConfig as loadConfigFile, type Env } from './plugins/config/index.js'
 import type { GatewayConfig } from './plugins/config/types.js'
 
-export { modelGateway, gatewayFrameworkErrors, gatewayPlugins, outcomeObserver, newRequestId } from './plugins/gateway/index.js'
-export type { GatewayOptions, GatewayPlugin, GatewayServices, ForwardControl, Outcome, PhaseName, RequestContext, RequestState } from './plugins/gateway/index.js'
+export { modelGateway, gatewayFrameworkErrors, gatewayPlugins, outcomeObserver, newRequestId, compilePlan, PLAN_COMPILED_CHANNEL } from './plugins/gateway/index.js'
+export type { GatewayOptions, GatewayPlan, GatewayPlugin, GatewayServices, ForwardControl, Outcome, PhaseName, RequestContext, RequestState } from './plugins/gateway/index.js'
 export { buildServer, type ServerOptions } from './plugins/server/server.js'
 export { ConfigError, formatProblem, type ConfigProblem } from './plugins/config/index.js'
 export type { GatewayConfig } from './plugins/config/types.js'

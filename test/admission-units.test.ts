@@ -3,8 +3,7 @@
 // and the log line of a content-policy refusal (the rule's name, never the content).
 import t from 'tap'
 import { Writable } from 'node:stream'
-import { admissionPlugin, sniffFormat } from '../plugins/admission/index.js'
-import { compileModels } from '../plugins/models/index.js'
+import { admissionPlugin, compileAdmission, sniffFormat } from '../plugins/admission/index.js'
 import { ContentPolicy } from '../plugins/admission/policy.js'
 import { loadConfig } from '../plugins/config/index.js'
 import { MultipartItemGuard } from '../plugins/request/body-guards.js'
@@ -127,14 +126,14 @@ t.test('a config that declares no refusal adds no hook: the checks cost nothing 
       delete m.service_tiers
     }
   }).file, mockEnv('http://127.0.0.1:9')).config
-  const none = admissionPlugin(bare, compileModels(bare))
+  const none = admissionPlugin(compileAdmission(bare))
   t.same(Object.keys(none), ['name'], 'the repository gateway.yaml without its models\' facts declares none: a plugin with no hook at all')
   const repo = loadConfig(repoPath('gateway.yaml'), mockEnv('http://127.0.0.1:9')).config
-  t.type(admissionPlugin(repo, compileModels(repo)).resolve, 'function', 'with them, the repository gateway.yaml checks context windows and tiers')
+  t.type(admissionPlugin(compileAdmission(repo)).resolve, 'function', 'with them, the repository gateway.yaml checks context windows and tiers')
   const declared = loadConfig(writeTestConfig((c) => {
     const raw = c as unknown as { routes: Array<Record<string, unknown>> }
     const route = raw.routes[0] as Record<string, unknown>
     route.content_limits = { prompt_chars: 10 }
   }).file, mockEnv('http://127.0.0.1:9')).config
-  t.type(admissionPlugin(declared, compileModels(declared)).resolve, 'function', 'one route cap declared: the resolve hook exists')
+  t.type(admissionPlugin(compileAdmission(declared)).resolve, 'function', 'one route cap declared: the resolve hook exists')
 })

@@ -6,9 +6,9 @@
 import Fastify from 'fastify'
 import t from 'tap'
 import { loadConfig } from '../plugins/config/index.js'
+import { compilePlan } from '../plugins/gateway/plan.js'
 import { createJobs, type ProviderReader } from '../plugins/jobs/index.js'
 import { passthrough } from '../plugins/metering/index.js'
-import { compileOperations } from '../plugins/operations/index.js'
 import { createWallet } from '../plugins/wallet/index.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 import { ManualClock, sqliteTestBackend } from './helpers/store.js'
@@ -26,12 +26,13 @@ t.test('each job role gets its translator over the passthrough; other operations
   }
   const app = Fastify()
   t.teardown(() => app.close())
-  const jobs = createJobs({ config, jobs: store.jobs, wallet: createWallet({ ledger: store.ledger }), clock, log: app.log, reader })
+  const plan = compilePlan(config)
+  const jobs = createJobs({ plan, jobs: store.jobs, wallet: createWallet({ ledger: store.ledger }), clock, log: app.log, reader })
   t.teardown(() => jobs.close())
   const lookup = jobs.translatorFor(passthrough)
 
   const seen = { create: 0, poll: 0, content: 0, other: 0 }
-  for (const op of compileOperations(config).list()) {
+  for (const op of plan.operations.list()) {
     const tr = lookup(op)
     t.equal(lookup(op), tr, `${op.name}: the same translator at every lookup (nothing built per request)`)
     t.equal(tr.requestBody, passthrough.requestBody, `${op.name}: the passthrough's request edits`)

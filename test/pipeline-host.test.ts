@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t from 'tap'
 import { loadConfig } from '../plugins/config/index.js'
+import { compilePlan } from '../plugins/gateway/plan.js'
 import { gatewayError } from '../plugins/errors/index.js'
 import { compileModels } from '../plugins/models/index.js'
 import type { Outcome } from '../plugins/pipeline/context.js'
@@ -16,6 +17,7 @@ import { REPO_CONFIG } from './helpers/gateway.js'
 import { repoPath } from './helpers/paths.js'
 
 const { config } = loadConfig(REPO_CONFIG, { ...process.env, OPENAI_BASE_URL: 'http://127.0.0.1:9' })
+const plan = compilePlan(config)
 const models = compileModels(config)
 const done = (status: number): Outcome => ({ kind: 'completed', httpStatus: status, errorCode: null, answeredModel: null, upstreamMs: null, usage: null, overheadMs: null })
 
@@ -52,7 +54,7 @@ function forwarder (log: string[]): GatewayPlugin {
 async function host (plugins: GatewayPlugin[]): Promise<FastifyInstance> {
   const app = Fastify({ logger: false })
   // The request plugin (the real one) registers the body parsers the gateway reads bodies with.
-  await app.register(pipelineHost, { config, plugins: [requestPlugin(config), ...plugins] })
+  await app.register(pipelineHost, { plan, plugins: [requestPlugin(plan.bodies), ...plugins] })
   return app
 }
 

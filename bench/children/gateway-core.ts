@@ -7,8 +7,8 @@
 import Fastify, { LogController } from 'fastify'
 import { authPlugin } from '../../plugins/auth/index.js'
 import { loadConfig } from '../../plugins/config/index.js'
-import { gatewayFrameworkErrors, newRequestId, outcomeObserver, type GatewayPlugin } from '../../plugins/gateway/index.js'
-import { compileModels, modelsPlugin } from '../../plugins/models/index.js'
+import { compilePlan, gatewayFrameworkErrors, newRequestId, outcomeObserver, type GatewayPlugin } from '../../plugins/gateway/index.js'
+import { modelCatalogue, modelsPlugin } from '../../plugins/models/index.js'
 import { pipelineHost } from '../../plugins/pipeline/host.js'
 import { requestPlugin } from '../../plugins/request/index.js'
 import { serverBounds } from '../../plugins/request/server-bounds.js'
@@ -29,6 +29,7 @@ await runChild(async () => {
   // The mock's control headers (x-mock-chunks: the SSE workload's 20 chunks) must reach it
   // through the gateway's allow-lists as they do through the bare proxy.
   const config = withBenchTier(withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)))
+  const plan = compilePlan(config)
   // buildServer's Fastify options (plugins/server/server.ts), logger off as in the gateway child.
   const app = Fastify({
     logger: false,
@@ -36,22 +37,22 @@ await runChild(async () => {
     ...serverBounds(config.server),
     genReqId: newRequestId,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
-    frameworkErrors: gatewayFrameworkErrors(config),
+    frameworkErrors: gatewayFrameworkErrors(plan),
     return503OnClosing: true,
     forceCloseConnections: 'idle'
   })
   let bench: BenchServices | undefined
-  const models = compileModels(config)
-  const plugins: GatewayPlugin[] = [requestPlugin(config)]
+  const models = modelCatalogue(plan.models)
+  const plugins: GatewayPlugin[] = [requestPlugin(plan.bodies)]
   if (stageSet === 'auth') {
     bench = await openBenchServices(config)
     const { services } = bench
-    plugins.push(authPlugin({ config: config.auth, store: services.store, cache: services.keyCache, clock: services.clock }))
+    plugins.push(authPlugin({ keyHeaders: plan.keyHeaders, store: services.store, cache: services.keyCache, clock: services.clock }))
     app.addHook('onClose', async () => { await services.close() })
   }
   const served = new ServedCounter()
-  plugins.push(modelsPlugin(models), upstreamPlugin({ config, models }), outcomeObserver(served.onFinish))
-  await app.register(pipelineHost, { config, plugins })
+  plugins.push(modelsPlugin(models), upstreamPlugin({ plan, models }), outcomeObserver(served.onFinish))
+  await app.register(pipelineHost, { plan, plugins })
   served.watch(app.server)
   await app.listen({ port: 0, host: '127.0.0.1', backlog: BACKLOG })
   return {

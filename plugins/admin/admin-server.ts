@@ -4,7 +4,7 @@
 // (buildServer's `adminToken`) stays possible for embedded use and tests.
 import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
-import { compileCatalogue, gatewayError, renderError, toOccurrence } from '../errors/index.js'
+import { compileCatalogue, gatewayError, renderError, toOccurrence, type Catalogue } from '../errors/index.js'
 import type { AdminConfig, GatewayConfig } from '../config/types.js'
 import type { Clock, Store } from '../store/index.js'
 import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
@@ -16,6 +16,8 @@ import { configAdminRoutes, readinessAdminRoute, type ConfigControl, type Readin
 
 export interface AdminServerOptions {
   config: GatewayConfig
+  /** The error catalogue of `config`'s plan (serve passes its boot plan's); compiled here when absent. */
+  catalogue?: Catalogue
   store: Store
   /** GATEWAY_ADMIN_TOKEN, already checked with adminTokenProblem; without it only the metrics are served. */
   token?: string | undefined
@@ -64,8 +66,7 @@ export const ADMIN_MAX_PARAM_LENGTH = 200
  * a segment over ADMIN_MAX_PARAM_LENGTH is refused before any route runs; answered like every
  * admin error (REQUEST_INVALID naming `path`, the chat envelope, no-store), not Fastify's own body.
  */
-function adminFrameworkErrors (config: GatewayConfig): (error: FastifyError, req: FastifyRequest, reply: FastifyReply) => void {
-  const catalogue = compileCatalogue(config.errors, config.server)
+function adminFrameworkErrors (catalogue: Catalogue): (error: FastifyError, req: FastifyRequest, reply: FastifyReply) => void {
   return (error, req, reply) => {
     const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? `A path segment is longer than ${ADMIN_MAX_PARAM_LENGTH} characters.`
@@ -77,13 +78,14 @@ function adminFrameworkErrors (config: GatewayConfig): (error: FastifyError, req
 
 /** A Fastify instance serving the admin API under /admin/v1 (with a token) and the metrics (when given); the caller listens and closes it. */
 export async function buildAdminServer (opts: AdminServerOptions): Promise<FastifyInstance> {
+  const catalogue = opts.catalogue ?? compileCatalogue(opts.config.errors, opts.config.server)
   const app = Fastify({
     ...(opts.loggerInstance
       ? { loggerInstance: opts.loggerInstance }
       : { logger: opts.logger ?? { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } } }),
     bodyLimit: ADMIN_BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: ADMIN_MAX_PARAM_LENGTH },
-    frameworkErrors: adminFrameworkErrors(opts.config),
+    frameworkErrors: adminFrameworkErrors(catalogue),
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     // Fastify's per-request log pair is off (the deprecated `disableRequestLogging` warns on stderr at boot).
     logController: new LogController({ disableRequestLogging: true }),
@@ -95,6 +97,7 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     prefix: ADMIN_PREFIX,
     store: opts.store,
     config: opts.config,
+    catalogue,
     token: opts.token,
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.throttle ? { throttle: opts.throttle } : {}),

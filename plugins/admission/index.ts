@@ -5,11 +5,11 @@
 // checked, decided once here: a route and model that declare nothing cost one map lookup each,
 // and a config that declares nothing at all adds no hook.
 import type { GatewayConfig, ModelConfig, ParameterRuleConfig, RouteConfig, VideoGenerationConfig } from '../config/types.js'
-import type { FastifyBaseLogger } from 'fastify'
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { gatewayError, type GatewayError } from '../errors/index.js'
 import { tokensFromChars } from '../metering/usage.js'
 import { requestChars } from '../metering/request-text.js'
-import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
+import type { CompiledModel } from '../models/catalogue.js'
 import { paramValue } from '../operations/billable-parameters.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
@@ -200,22 +200,21 @@ function checkModel (c: ModelChecks, ctx: RequestContext, model: CompiledModel, 
 export interface AdmissionChecks {
   /** Routes (by plan id, `METHOD path`) that declare at least one check. */
   readonly routes: ReadonlyMap<string, RouteChecks>
-  /** Models that declare at least one check. */
-  readonly models: ReadonlyMap<CompiledModel, ModelChecks>
+  /** Models (by id) that declare at least one check. */
+  readonly models: ReadonlyMap<string, ModelChecks>
 }
 
-/** Compiles what gateway.yaml declares; throws on an invalid content-policy pattern. */
-export function compileAdmission (config: GatewayConfig, models: ModelCatalogue): AdmissionChecks {
+/** Pure (the plan's admission slice): what gateway.yaml declares; throws on an invalid content-policy pattern. */
+export function compileAdmission (config: Pick<GatewayConfig, 'routes' | 'models'>): AdmissionChecks {
   const routes = new Map<string, RouteChecks>()
   config.routes.forEach((r, i) => {
     const c = compileRoute(r, `routes[${i}] (${r.path})`)
     if (c !== undefined) routes.set(`${r.method} ${r.path}`, c)
   })
-  const byModel = new Map<CompiledModel, ModelChecks>()
+  const byModel = new Map<string, ModelChecks>()
   config.models.forEach((m, i) => {
-    const compiled = models.get(m.id)
     const c = compileModel(m, `models[${i}] (${m.id})`)
-    if (c !== undefined && compiled !== undefined) byModel.set(compiled, c)
+    if (c !== undefined) byModel.set(m.id, c)
   })
   return { routes, models: byModel }
 }
@@ -226,18 +225,24 @@ export function compileAdmission (config: GatewayConfig, models: ModelCatalogue)
  * primary model and again for each fallback. Listed after the models concern (which sets
  * `ctx.model`) and before the wallet.
  */
-export function admissionPlugin (config: GatewayConfig, models: ModelCatalogue): GatewayPlugin {
-  const checks = compileAdmission(config, models)
+export function admissionPlugin (checks: AdmissionChecks): GatewayPlugin {
   if (checks.routes.size === 0 && checks.models.size === 0) return { name: 'admission' }
   const { routes, models: byModel } = checks
+  /** The route's checks (`r`, undefined: it declares none), then the target model's. */
+  const check = (r: RouteChecks | undefined, ctx: RequestContext, req: FastifyRequest): void => {
+    if (r !== undefined) checkRoute(r, ctx, req.log)
+    const model = ctx.model
+    const m = model === null || byModel.size === 0 ? undefined : byModel.get(model.id)
+    if (m !== undefined && model !== null) checkModel(m, ctx, model, req.log)
+  }
   return {
     name: 'admission',
-    resolve (ctx, req) {
-      const r = routes.size === 0 ? undefined : routes.get(ctx.plan.id)
-      const m = ctx.model === null || byModel.size === 0 ? undefined : byModel.get(ctx.model)
-      if (r === undefined && m === undefined) return
-      if (r !== undefined) checkRoute(r, ctx, req.log)
-      if (m !== undefined && ctx.model !== null) checkModel(m, ctx, ctx.model, req.log)
+    resolve: (ctx, req) => { check(routes.size === 0 ? undefined : routes.get(ctx.plan.id), ctx, req) },
+    // A route that declares no check and meets no model that declares one runs no admission hook.
+    forRoute (route) {
+      const r = routes.get(route.id)
+      if (r === undefined && (byModel.size === 0 || !route.namesModel)) return {}
+      return { resolve: (ctx, req) => { check(r, ctx, req) } }
     }
   }
 }

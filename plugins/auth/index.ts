@@ -1,4 +1,3 @@
-import type { AuthConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
@@ -6,7 +5,9 @@ import { hasValidChecksum, keyKind } from '../keys/key-format.js'
 import type { CachedKey, KeyCache } from '../keys/key-cache.js'
 import type { Clock } from '../store/clock.js'
 import type { Store } from '../store/types.js'
-import { compileKeyHeaders, extractKey } from './key-headers.js'
+import { extractKey, type KeyHeaderRules } from './key-headers.js'
+
+export { compileKeyHeaders, type KeyHeaderRules } from './key-headers.js'
 
 declare module '../pipeline/context.js' {
   interface RequestState {
@@ -21,7 +22,8 @@ export function authOf (ctx: RequestContext): CachedKey | undefined {
 }
 
 export interface AuthDeps {
-  config: AuthConfig
+  /** The plan's slice: the headers a key may come in (compileKeyHeaders). */
+  keyHeaders: KeyHeaderRules
   store: Store
   cache: KeyCache
   clock: Clock
@@ -33,14 +35,14 @@ export interface AuthDeps {
  * model and again for every fallback.
  */
 export function authPlugin (deps: AuthDeps): GatewayPlugin {
-  const rules = compileKeyHeaders(deps.config.headers)
+  const rules = deps.keyHeaders
   const load = async (hash: string): Promise<CachedKey | null> => {
     const key = await deps.store.keys.findByLookupHash(hash)
     if (!key) return null
     const account = await deps.store.accounts.get(key.accountId)
     return account ? { key, account } : null
   }
-  return {
+  const plugin: GatewayPlugin = {
     name: 'auth',
     async admit (ctx, req) {
       const extracted = extractKey(req.raw.rawHeaders, rules)
@@ -64,6 +66,9 @@ export function authPlugin (deps: AuthDeps): GatewayPlugin {
       if (allowed && !allowed.includes(model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model', detail: 'Refused by the API key\'s allowed models.' })
       const forAccount = auth.account.allowedModels
       if (forAccount && !forAccount.includes(model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model', detail: 'Refused by the account\'s allowed models.' })
-    }
+    },
+    // A route that names no model (a job poll or download) has no allowed models to check.
+    forRoute: (route) => route.namesModel ? plugin : { admit: plugin.admit }
   }
+  return plugin
 }

@@ -31,24 +31,26 @@ async function admitLater (pending: Promise<boolean>, now: number): Promise<void
 /**
  * admit: requests whose operation is metered in images are refused on a UTC day the config or
  * the admin API paused (LIMIT_IMAGE_PLATFORM_PAUSED, 503, Retry-After until 00:00 UTC). Other requests: one
- * property check.
+ * property check, or (in a route's chain) no hook at all.
  */
 export function capsPlugin (deps: CapsDeps): GatewayPlugin {
   // Synchronous when fresh: image requests wait for the database at most once a second per instance.
   const cache = new CachedRead((day: string) => deps.pauses.isPaused(day), IMAGE_PAUSE_CACHE_MS)
   const configured = deps.pausedOn
   if (configured !== undefined && Number.isNaN(Date.parse(`${configured}T00:00:00.000Z`))) throw new Error(`limits.images_paused_on "${configured}" is not a day`)
+  const admitImages = (): Promise<void> | undefined => {
+    const now = deps.clock.now().getTime()
+    const day = new Date(now).toISOString().slice(0, 10)
+    if (day === configured) refuse(now)
+    const paused = cache.read(day)
+    if (paused === true) refuse(now)
+    if (paused === false) return
+    return admitLater(paused, now)
+  }
   return {
     name: 'caps',
-    admit (ctx: RequestContext) {
-      if (ctx.plan.op.meter.kind !== 'images') return
-      const now = deps.clock.now().getTime()
-      const day = new Date(now).toISOString().slice(0, 10)
-      if (day === configured) refuse(now)
-      const paused = cache.read(day)
-      if (paused === true) refuse(now)
-      if (paused === false) return
-      return admitLater(paused, now)
-    }
+    admit: (ctx: RequestContext) => ctx.plan.op.meter.kind === 'images' ? admitImages() : undefined,
+    // Only a route whose operation is metered in images can be paused: the others run no caps hook.
+    forRoute: (route) => route.op.meter.kind === 'images' ? { admit: admitImages } : {}
   }
 }

@@ -7,7 +7,7 @@ import { logRouteCalls } from '../access-log/route-calls.js'
 import { adminContext, type AdminContext } from '../admin/service.js'
 import { ADMIN_SCHEMAS } from '../admin/schemas.js'
 import type { GatewayConfig } from '../config/types.js'
-import { compileCatalogue, gatewayError } from '../errors/index.js'
+import { gatewayError, type Catalogue } from '../errors/index.js'
 import type { Clock, Store } from '../store/index.js'
 import { consoleApi } from './api.js'
 import { openConsoleStore, type ConsoleStore } from './console-store.js'
@@ -25,13 +25,15 @@ export const CONSOLE_ACCESS_LOG_MESSAGE = 'console request'
 
 export interface ConsoleOptions {
   config: GatewayConfig
+  /** The gateway plan's error catalogue. */
+  catalogue: Catalogue
   store: Store
   clock: Clock
 }
 
 /** Register with `prefix: CONSOLE_PREFIX`: the page at /console, the API at /console/v1. */
 export async function consolePlugin (app: FastifyInstance, opts: ConsoleOptions): Promise<void> {
-  const catalogue = compileCatalogue(opts.config.errors, opts.config.server)
+  const catalogue = opts.catalogue
   const consoleStore = openConsoleStore(opts.store.backend)
   logRouteCalls(app, { log: app.log, config: opts.config.observability?.access_log, message: CONSOLE_ACCESS_LOG_MESSAGE })
   await app.register(consolePage)

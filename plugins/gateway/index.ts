@@ -12,17 +12,18 @@ import { limitsPlugin } from '../limits/index.js'
 import { passthrough } from '../metering/index.js'
 import { metricsPlugin, type GatewayMetrics } from '../metrics/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
-import { compileModels, modelsPlugin, type ModelCatalogue } from '../models/index.js'
+import { modelCatalogue, modelsPlugin, type ModelCatalogue } from '../models/index.js'
 import { featuresPlugin, operationsPlugin } from '../operations/index.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import { pipelineHost, type PipelineStats } from '../pipeline/host.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { requestPlugin } from '../request/index.js'
 import { requestLogPlugin } from '../request-log/index.js'
-import { createStatusReader, upstreamPlugin, type UpstreamView } from '../upstream/index.js'
+import { createStatusReader, openUpstreams, upstreamPlugin, type Upstreams, type UpstreamView } from '../upstream/index.js'
 import { createHoldKeeper, createWallet, reapExpiredHolds, unrecoveredReporter, walletPlugin } from '../wallet/index.js'
 import { createImagePauseStore } from '../store/image-pause.js'
 import { createModelStatusStore } from '../store/model-status.js'
+import { compilePlan, type GatewayPlan } from './plan.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
 export type { Outcome, RequestContext, RequestState } from '../pipeline/context.js'
@@ -30,9 +31,15 @@ export type { GatewayPlugin, ForwardControl, PhaseName } from '../pipeline/plugi
 export { gatewayClientErrors, gatewayFrameworkErrors, type PipelineStats } from '../pipeline/host.js'
 export { newRequestId } from '../pipeline/request-id.js'
 export { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
+export { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage, type PlanSlices } from './plan.js'
 
 export interface GatewayOptions {
   config: GatewayConfig
+  /**
+   * The plan of `config` (compilePlan), when the caller already compiled it (the server does,
+   * once per config generation); without it the gateway compiles it, once.
+   */
+  plan?: GatewayPlan
   /**
    * The stores, key cache and request log behind the gateway. Without it the gateway opens
    * them itself from the environment, as `npm start` does (DATABASE_URL, REDIS_URL,
@@ -41,8 +48,6 @@ export interface GatewayOptions {
   services?: GatewayServices
   /** Overrides of the environment the services are opened from (when `services` is not given). */
   env?: ServiceEnv
-  /** The compiled catalogue, when the caller already compiled it. */
-  models?: ModelCatalogue
   /** Injected randomness for the weighted upstream pick. */
   random?: () => number
   /** Live counts (requests in flight) a standalone server reads to shut down gracefully. */
@@ -56,9 +61,13 @@ export interface GatewayOptions {
 }
 
 export interface GatewayParts {
-  config: GatewayConfig
+  /** The config's plan: every concern reads its slice of it. */
+  plan: GatewayPlan
   services: GatewayServices
+  /** The plan's models with the stored statuses over them (one per gateway). */
   models: ModelCatalogue
+  /** The plan's upstreams, opened once per gateway: the forward phase and the job watcher share them. */
+  upstreams: Upstreams
   log: FastifyBaseLogger
   random?: () => number
   upstreamView?: UpstreamView
@@ -68,7 +77,8 @@ export interface GatewayParts {
 
 /** The concerns of a request, in the order their hooks run in every phase. */
 export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
-  const { config, services, models } = parts
+  const { plan, services, models, upstreams } = parts
+  const { config } = plan
   const { store, clock } = services
   // An unrecovered overage, from a request's settle or a job's: one log line and the metric.
   const metrics = parts.metrics
@@ -77,14 +87,15 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
   const wallet = createWallet({ ledger: store.ledger, onUnrecovered })
   const idempotency = idempotencyPlugin({ store: store.idempotency })
   // A job create's idempotency key names its job once the job is recorded. The watcher reads
-  // job statuses on connections of its own (the upstream concern's reader; jobs close it).
+  // job statuses through the upstream concern's reader, on the plan's upstreams (the forward
+  // phase's pools).
   const jobs = createJobs({
-    config,
+    plan,
     jobs: store.jobs,
     wallet,
     clock,
     log: parts.log,
-    reader: createStatusReader(config),
+    reader: createStatusReader(upstreams),
     onCreated: async (ctx, job) => { await idempotency.jobCreated(ctx, job.id) }
   })
   // Shared by the wallet (it keeps holds) and the metrics (they count them).
@@ -103,26 +114,27 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     ...(accessLog === undefined || accessLog.enabled ? [accessLogPlugin(parts.log, accessLog ?? { enabled: true, level: 'info' })] : [])
   ]
   return [
-    requestPlugin(config),
+    requestPlugin(plan.bodies),
     // The admin API's model statuses (publish, pause, retire), shared through the store.
     modelsPlugin(models, createModelStatusStore(store.backend)),
-    authPlugin({ config: config.auth, store, cache: services.keyCache, clock }),
+    authPlugin({ keyHeaders: plan.keyHeaders, store, cache: services.keyCache, clock }),
     // After auth (the key's policy), before anything reads the body or holds money.
-    limitsPlugin({ server: config.server, limits: config.limits, clock, redis: services.limitsRedis, log: parts.log }),
+    limitsPlugin({ server: config.server, limits: config.limits, policies: plan.limits, clock, redis: services.limitsRedis, log: parts.log }),
     // The platform image pause: the config's day, or the admin API's (shared through the store).
     capsPlugin({ pauses: createImagePauseStore(store.backend), clock, pausedOn: config.limits.images_paused_on }),
     jobsPlugin(jobs, { watch: config.jobs.watcher.enabled }),
     operationsPlugin(),
     // After the model is known, before the hold: refusals the request earns by itself.
-    admissionPlugin(config, models),
+    admissionPlugin(plan.admission),
     // After admission (a tier the model does not serve is refused as such), before the hold.
     featuresPlugin(),
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotency,
     walletPlugin({ wallet, models, clock, config: config.wallet, limits: config.limits, log: parts.log, keeper }),
     upstreamPlugin({
-      config,
+      plan,
       models,
+      upstreams,
       // Each operation's translator: the passthrough's edits and meter; jobs' target and answer for job routes.
       translatorFor: jobs.translatorFor(passthrough),
       ...(parts.random ? { random: parts.random } : {}),
@@ -146,6 +158,8 @@ export function outcomeObserver (onFinish: (ctx: RequestContext, outcome: Outcom
  */
 export async function modelGateway (app: FastifyInstance, opts: GatewayOptions): Promise<void> {
   const { config } = opts
+  if (opts.plan !== undefined && opts.plan.config !== config) throw new TypeError('modelGateway: `plan` is not the plan of `config`')
+  const plan = opts.plan ?? compilePlan(config)
   const owned = opts.services === undefined
   const services = opts.services ?? await openServices({
     ...serviceEnvFromProcess(),
@@ -153,11 +167,13 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     limitsRedisTimeoutMs: config.limits.redis_timeout_ms,
     ...(opts.env ?? {})
   })
-  const models = opts.models ?? compileModels(config)
+  const models = modelCatalogue(plan.models)
+  const upstreams = openUpstreams(plan.upstream)
   const defaults = gatewayPlugins({
-    config,
+    plan,
     services,
     models,
+    upstreams,
     log: app.log,
     ...(opts.random ? { random: opts.random } : {}),
     ...(opts.upstreamView ? { upstreamView: opts.upstreamView } : {}),
@@ -171,14 +187,15 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
     name: 'services',
     close: async () => {
       reaper.stop()
+      await upstreams.close()
       if (owned) await services.close()
     }
   }
-  await app.register(pipelineHost, { config, plugins: [lifecycle, ...plugins], ...(opts.stats ? { stats: opts.stats } : {}) })
+  await app.register(pipelineHost, { plan, plugins: [lifecycle, ...plugins], ...(opts.stats ? { stats: opts.stats } : {}) })
   // The account console is no phase of a model request: its own routes, on the same store.
   // Loaded only when enabled, so the CLI and a gateway without a console never load its modules.
   if (config.console.enabled) {
     const { CONSOLE_PREFIX, consolePlugin } = await import('../console/index.js')
-    await app.register(consolePlugin, { prefix: CONSOLE_PREFIX, config, store: services.store, clock: services.clock })
+    await app.register(consolePlugin, { prefix: CONSOLE_PREFIX, config, catalogue: plan.catalogue, store: services.store, clock: services.clock })
   }
 }

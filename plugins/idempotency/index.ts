@@ -136,8 +136,10 @@ export function idempotencyPlugin (deps: IdempotencyDeps): IdempotencyPlugin {
     live.add(claim.owner)
   }
 
-  return {
+  const plugin: IdempotencyPlugin = {
     name: 'idempotency',
+    // A GET (job polls, content) changes nothing: no key is read, claimed or released there.
+    forRoute: (route) => route.method === 'GET' ? {} : plugin,
     setup (app) {
       log = app.log
       const renewer = setInterval(renew, Math.max(1, Math.floor(leaseMs / 3)))
@@ -188,4 +190,5 @@ export function idempotencyPlugin (deps: IdempotencyDeps): IdempotencyPlugin {
       timers.length = 0
     }
   }
+  return plugin
 }

@@ -19,7 +19,7 @@ import type { JobStore } from '../store/jobs/types.js'
 import type { HoldCloser } from '../wallet/index.js'
 import { answerJob, type JobAnswered, type JobAnswerInput, type JobCreatedHook } from './job-answer.js'
 import { createJobChecker, type ProviderReader } from './job-checker.js'
-import { compileJobRoutes } from './job-routes.js'
+import type { JobRoutes } from './job-routes.js'
 import { admitJob, jobOf } from './job-stage.js'
 import { createJobWatcher, type JobWatcher } from './watcher.js'
 
@@ -28,15 +28,22 @@ export type { ProviderReader } from './job-checker.js'
 export type { JobWatcher, WatchRound } from './watcher.js'
 export { JOB_ID, isJobId } from './job-id.js'
 
+/** The jobs concern's slice of the gateway's plan. */
+export interface JobsPlanSlice {
+  readonly config: Pick<GatewayConfig, 'providers' | 'jobs'>
+  /** Where each job kind is polled and downloaded (compileJobRoutes). */
+  readonly jobs: JobRoutes
+}
+
 export interface JobsDeps {
-  config: GatewayConfig
+  plan: JobsPlanSlice
   jobs: JobStore
   /** Where a job's hold ends: posted when it completes, released when it fails or expires. */
   wallet: HoldCloser
   clock: Clock
   log: FastifyBaseLogger
   ids?: IdSource
-  /** How the watcher and a download's check reach a job's provider (its own connections; closed by close()). */
+  /** How the watcher and a download's check reach a job's provider (closed by close()). */
   reader: ProviderReader
   /** Hook point after a job is recorded (the idempotency concern's; see JobCreatedHook). */
   onCreated?: JobCreatedHook
@@ -57,14 +64,14 @@ export interface Jobs {
 }
 
 export function createJobs (deps: JobsDeps): Jobs {
-  const routes = compileJobRoutes(deps.config)
+  const { config, jobs: routes } = deps.plan
   const checker = createJobChecker(deps.reader, routes)
-  const providerExists = (name: string): boolean => Object.prototype.hasOwnProperty.call(deps.config.providers, name)
+  const providerExists = (name: string): boolean => Object.prototype.hasOwnProperty.call(config.providers, name)
   const settleDeps = { jobs: deps.jobs, wallet: deps.wallet, clock: deps.clock }
-  const watcher = createJobWatcher({ ...settleDeps, checker, config: deps.config.jobs, log: deps.log })
+  const watcher = createJobWatcher({ ...settleDeps, checker, config: config.jobs, log: deps.log })
   const answerDeps = {
     ...settleDeps,
-    firstCheckMs: deps.config.jobs.watcher.first_check_ms,
+    firstCheckMs: config.jobs.watcher.first_check_ms,
     ...(deps.ids ? { ids: deps.ids } : {}),
     ...(deps.onCreated ? { onCreated: deps.onCreated } : {})
   }
@@ -115,6 +122,8 @@ export function jobsPlugin (jobs: Jobs, opts: { watch: boolean }): GatewayPlugin
       if (opts.watch) jobs.watcher.start()
     },
     admit: jobs.admit,
+    // Only a job poll or download names a job to admit.
+    forRoute: (route) => route.op.job?.role === 'poll' || route.op.job?.role === 'content' ? { admit: jobs.admit } : {},
     close: async () => { await jobs.close() }
   }
 }

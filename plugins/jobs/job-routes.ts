@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../config/types.js'
 import type { JobKind } from '../store/jobs/types.js'
-import { compileOperations } from '../operations/index.js'
+import { compileOperations, type CompiledOperations } from '../operations/index.js'
 import { jobKindOf, upstreamIdPath } from './job-kinds.js'
 
 /** Where each job kind is polled and downloaded upstream: compiled from the job routes at boot. */
@@ -10,8 +10,7 @@ export interface JobRoutes {
 }
 
 /** Pure: the `upstream.path` of every `job: poll` and `job: content` route, by job kind. */
-export function compileJobRoutes (config: GatewayConfig): JobRoutes {
-  const operations = compileOperations(config)
+export function compileJobRoutes (config: Pick<GatewayConfig, 'routes' | 'operations'>, operations: CompiledOperations = compileOperations(config)): JobRoutes {
   const templates = new Map<string, string>()
   for (const r of config.routes) {
     const op = operations.get(r.operation)
@@ -21,10 +20,10 @@ export function compileJobRoutes (config: GatewayConfig): JobRoutes {
     if (kind === undefined) throw new Error(`job route ${r.path} has operation ${r.operation}, which names no job kind`)
     templates.set(`${kind} ${role}`, r.upstream.path)
   }
-  return {
-    upstreamPath (kind, what, upstreamId) {
+  return Object.freeze({
+    upstreamPath (kind: JobKind, what: 'poll' | 'content', upstreamId: string) {
       const template = templates.get(`${kind} ${what}`)
       return template?.replace('{id}', upstreamIdPath(kind, upstreamId))
     }
-  }
+  })
 }

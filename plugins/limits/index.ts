@@ -6,7 +6,7 @@ import type { Clock } from '../store/clock.js'
 import type { Redis } from 'ioredis'
 import { capConnectionsPerAddress } from './connection-cap.js'
 import { Limiter, type Owner, type StreamLease } from './limiter.js'
-import { compilePolicies, type Policies, type RequestLimits } from './policy.js'
+import type { Policies, RequestLimits } from './policy.js'
 
 export { capConnectionsPerAddress, ConnectionCounts } from './connection-cap.js'
 export { compilePolicies, type Policies, type Policy, type RequestLimits } from './policy.js'
@@ -23,6 +23,8 @@ declare module '../pipeline/context.js' {
 export interface LimitsDeps {
   server: ServerConfig
   limits: LimitsConfig
+  /** The plan's slice: the tiers and key policies compiled (compilePolicies). */
+  policies: Policies
   clock: Clock
   /** Shared limits across instances; absent: per instance. */
   redis?: { client: Redis, prefix: string } | undefined
@@ -70,7 +72,7 @@ function limitsOf (policies: Policies, keyPolicy: string | null, accountTier: st
 export function limitsPlugin (deps: LimitsDeps): GatewayPlugin {
   const setup: GatewayPlugin['setup'] = (app) => { capConnectionsPerAddress(app, deps.server.max_connections_per_address) }
   if (!deps.limits.enabled) return { name: 'limits', setup }
-  const policies: Policies = compilePolicies(deps.limits)
+  const policies: Policies = deps.policies
   let warnedAt = -Infinity
   const limiter = new Limiter({
     config: deps.limits,
@@ -85,22 +87,31 @@ export function limitsPlugin (deps: LimitsDeps): GatewayPlugin {
   })
   deps.onLimiter?.(limiter)
   const shared = limiter.shared
-  return {
+  /** admit on a route that always streams (`stream`: a lease with the admission) or not. */
+  const admitter = (stream: boolean) => (ctx: RequestContext): Promise<void> | undefined => {
+    const auth = ctx.state.auth
+    if (auth === undefined) return
+    const limits = limitsOf(policies, auth.key.rateLimitPolicy, auth.account.tier)
+    const who: Owner = { keyId: auth.key.id, accountId: auth.account.id }
+    if (!shared) {
+      const lease = limiter.admitLocal(who, ctx.requestId, limits, stream)
+      if (lease !== undefined) ctx.state.lease = lease
+      return
+    }
+    return admitShared(limiter, ctx, who, limits, stream)
+  }
+  const admitStream = admitter(true)
+  const admitOnce = admitter(false)
+  const plugin: GatewayPlugin = {
     name: 'limits',
     setup,
-    admit (ctx) {
-      const auth = ctx.state.auth
-      if (auth === undefined) return
-      const limits = limitsOf(policies, auth.key.rateLimitPolicy, auth.account.tier)
-      const stream = ctx.plan.response === 'sse'
-      const who: Owner = { keyId: auth.key.id, accountId: auth.account.id }
-      if (!shared) {
-        const lease = limiter.admitLocal(who, ctx.requestId, limits, stream)
-        if (lease !== undefined) ctx.state.lease = lease
-        return
-      }
-      return admitShared(limiter, ctx, who, limits, stream)
-    },
+    admit: (ctx) => ctx.plan.response === 'sse' ? admitStream(ctx) : admitOnce(ctx),
+    // Whether the route always streams is its own; only a JSON body can ask to stream.
+    forRoute: (route) => ({
+      admit: route.response === 'sse' ? admitStream : admitOnce,
+      ...(route.body.includes('json') ? { charge: plugin.charge } : {}),
+      finish: plugin.finish
+    }),
     charge (ctx) {
       if (ctx.state.lease !== undefined || !streamsByBody(ctx)) return
       const auth = ctx.state.auth
@@ -115,4 +126,5 @@ export function limitsPlugin (deps: LimitsDeps): GatewayPlugin {
     },
     close: async () => { limiter.close() }
   }
+  return plugin
 }

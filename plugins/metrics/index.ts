@@ -173,8 +173,10 @@ export class GatewayMetrics {
  * request and closes its stream. Listed after the wallet, so the settled cost is known.
  */
 export function metricsPlugin (metrics: GatewayMetrics): GatewayPlugin {
-  return {
+  const plugin: GatewayPlugin = {
     name: 'metrics',
+    // Only a route declared to stream, or one whose JSON body may ask to, can open a stream.
+    forRoute: (route) => route.response === 'sse' || route.body.includes('json') ? plugin : { finish: plugin.finish },
     resolve (ctx) {
       if (ctx.state.metricsStream !== true && answersAsStream(ctx)) {
         ctx.state.metricsStream = true
@@ -186,6 +188,7 @@ export function metricsPlugin (metrics: GatewayMetrics): GatewayPlugin {
       metrics.record(ctx, outcome)
     }
   }
+  return plugin
 }
 
 /** GET `path`: the Prometheus text exposition of `metrics` on `app`. */

@@ -29,10 +29,15 @@ export interface CompiledModel {
   readonly config: ModelConfig
 }
 
-export interface ModelCatalogue {
+/** The compiled models of one config (part of its plan): immutable, no status but the configured one. */
+export interface ModelTable {
   /** A completely priced model, whatever its status; a draft priced incompletely is in no catalogue. */
   get (id: string): CompiledModel | undefined
   list (): readonly CompiledModel[]
+}
+
+/** The models as requests meet them: the plan's table with the admin API's stored statuses over it. */
+export interface ModelCatalogue extends ModelTable {
   /**
    * The status a request meets: the admin API's stored one when there is one, else the configured
    * one; undefined for a model the catalogue does not hold.
@@ -69,10 +74,10 @@ export function effectiveStatus (configured: ModelStatus, stored: ModelStatus | 
 }
 
 /**
- * The catalogue of every completely priced model (pricing/completeness.ts): a draft priced
+ * Pure: the table of every completely priced model (pricing/completeness.ts): a draft priced
  * incompletely cannot be published, so no request can ever reach it and it is left out.
  */
-export function compileModels (config: GatewayConfig): ModelCatalogue {
+export function compileModelTable (config: GatewayConfig): ModelTable {
   const byId = new Map<string, CompiledModel>()
   const operations = operationsTable(config)
   config.models.forEach((m, i) => {
@@ -96,17 +101,25 @@ export function compileModels (config: GatewayConfig): ModelCatalogue {
     }))
   })
   const all = Object.freeze([...byId.values()])
+  return Object.freeze({ get: (id: string) => byId.get(id), list: () => all })
+}
+
+/**
+ * The catalogue requests meet, over a plan's table: one per gateway (config generation); its
+ * stored statuses are the models concern's to refresh (setStoredStatuses).
+ */
+export function modelCatalogue (table: ModelTable): ModelCatalogue {
   let stored: ReadonlyMap<string, { readonly status: ModelStatus }> = new Map()
   const statusOf = (model: CompiledModel): ModelStatus => effectiveStatus(model.status, stored.get(model.id)?.status, true)
   return {
-    get: (id) => byId.get(id),
-    list: () => all,
+    get: table.get,
+    list: table.list,
     statusOf (id) {
-      const model = byId.get(id)
+      const model = table.get(id)
       return model === undefined ? undefined : statusOf(model)
     },
     resolve (id, operation) {
-      const model = byId.get(id)
+      const model = table.get(id)
       const status = model === undefined ? 'draft' : statusOf(model)
       // A draft is not in the published catalogue: the same answer as an id never declared.
       if (model === undefined || status === 'draft') throw gatewayError('MODEL_NOT_FOUND', { param: 'model' })
@@ -117,4 +130,9 @@ export function compileModels (config: GatewayConfig): ModelCatalogue {
     },
     setStoredStatuses (next) { stored = next }
   }
+}
+
+/** The table and a catalogue over it in one call (tools and tests; the gateway reads its plan's table). */
+export function compileModels (config: GatewayConfig): ModelCatalogue {
+  return modelCatalogue(compileModelTable(config))
 }

@@ -6,7 +6,7 @@ import { checkCapabilities, checkFileCapabilities } from './capabilities.js'
 import type { ModelCatalogue } from './catalogue.js'
 import { modelFromBody, modelFromPath } from './model-id.js'
 
-export { compileModels, effectiveStatus, type CompiledModel, type ModelCatalogue } from './catalogue.js'
+export { compileModels, compileModelTable, effectiveStatus, modelCatalogue, type CompiledModel, type ModelCatalogue, type ModelTable } from './catalogue.js'
 
 /** How long an instance trusts what it read of the stored model statuses: a publish, pause or retire reaches every instance within this. */
 export const MODEL_STATUS_CACHE_MS = 1000
@@ -38,19 +38,27 @@ export function modelsPlugin (models: ModelCatalogue, statuses?: ModelStatusStor
     ctx.model = models.resolve(id, ctx.plan.operation)
     checkInput(ctx)
   }
+  /** resolve on a route whose model id comes from `idOf`. */
+  const resolver = (idOf: (ctx: RequestContext) => string) => (ctx: RequestContext): Promise<void> | undefined => {
+    if (ctx.model !== null) {
+      checkInput(ctx)
+      return
+    }
+    const id = idOf(ctx)
+    ctx.requestedModelId = id
+    const fresh = cache?.read('all')
+    if (fresh instanceof Promise) return fresh.then(() => { resolveModel(ctx, id) })
+    resolveModel(ctx, id)
+  }
+  const fromPath = resolver((ctx) => modelFromPath(ctx.params.model ?? ''))
+  const fromBody = resolver((ctx) => modelFromBody(ctx.body))
   return {
     name: 'models',
     resolve (ctx) {
-      if (ctx.model !== null) {
-        checkInput(ctx)
-        return
-      }
-      if (ctx.plan.upstream && !ctx.plan.modelInPath) return // job polls name no model
-      const id = ctx.plan.modelInPath ? modelFromPath(ctx.params.model ?? '') : modelFromBody(ctx.body)
-      ctx.requestedModelId = id
-      const fresh = cache?.read('all')
-      if (fresh instanceof Promise) return fresh.then(() => { resolveModel(ctx, id) })
-      resolveModel(ctx, id)
-    }
+      if (!ctx.plan.namesModel) return // job polls name no model
+      return ctx.plan.modelInPath ? fromPath(ctx) : fromBody(ctx)
+    },
+    // Where the model id is read from is the route's: a job poll or download names none.
+    forRoute: (route) => route.namesModel ? { resolve: route.modelInPath ? fromPath : fromBody } : {}
   }
 }

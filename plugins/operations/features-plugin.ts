@@ -88,8 +88,10 @@ export function worstFeatures (uses: readonly FeatureUse[]): Readonly<Record<str
  * Listed after admission, so a service tier the model does not serve is refused as such first.
  */
 export function featuresPlugin (): GatewayPlugin {
-  return {
+  const plugin: GatewayPlugin = {
     name: 'features',
+    // A route that names no model (a job poll or download) uses no priced feature.
+    forRoute: (route) => route.namesModel ? plugin : {},
     resolve (ctx) {
       const model = ctx.model
       if (model === null) return
@@ -105,4 +107,5 @@ export function featuresPlugin (): GatewayPlugin {
       }
     }
   }
+  return plugin
 }

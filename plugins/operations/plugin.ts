@@ -11,8 +11,10 @@ import { askedImageTier } from './image-tier-check.js'
  * priced per image by quality and size refuses a value its table does not price.
  */
 export function operationsPlugin (): GatewayPlugin {
-  return {
+  const plugin: GatewayPlugin = {
     name: 'operations',
+    // A route that names no model (a job poll or download) has no parameters to bound.
+    forRoute: (route) => route.namesModel ? plugin : {},
     resolve (ctx) {
       const model = ctx.model
       if (!model) return
@@ -22,4 +24,5 @@ export function operationsPlugin (): GatewayPlugin {
       if (model.price.imagePrices !== undefined) askedImageTier(model.price.imagePrices, ctx.body)
     }
   }
+  return plugin
 }

@@ -3,11 +3,11 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
 import { classify, compileCatalogue, gatewayError, renderError, toOccurrence, type BillingStatus, type Catalogue, type ErrorCode } from '../errors/index.js'
-import { compileRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
+import { compileRoutes, type CompiledRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
 import type { ParsedBody } from '../request/body.js'
 import { bodyUnread } from './body-unread.js'
 import type { Outcome, RequestContext } from './context.js'
-import { planPhases, runPhase, type ForwardControl, type GatewayPlugin, type PhasePlan } from './plugin.js'
+import { planPhases, routeChain, runPhase, type ForwardControl, type GatewayPlugin, type PhasePlan, type RouteChain } from './plugin.js'
 import { newRequestId } from './request-id.js'
 
 /**
@@ -28,8 +28,19 @@ export interface PipelineStats {
   closing?: boolean
 }
 
+/**
+ * What the host reads of the gateway's plan (plugins/gateway/plan.ts: compiled once per config):
+ * the routes it registers, the error catalogue it renders refusals with, the server settings.
+ */
+export interface HostPlan {
+  readonly hash: string
+  readonly config: GatewayConfig
+  readonly routes: CompiledRoutes
+  readonly catalogue: Catalogue
+}
+
 export interface PipelineOptions {
-  config: GatewayConfig
+  plan: HostPlan
   /** The concerns, in the order their hooks run (the composition root's list). */
   plugins: readonly GatewayPlugin[]
   stats?: PipelineStats
@@ -47,6 +58,8 @@ interface HostContext extends RequestContext {
   stage: 'admit' | 'handle' | 'ended'
   /** The settle phase of this request, once started (it runs once, whoever asks first). */
   settling: Promise<void> | null
+  /** The hooks of this request's route (built once per route plan). */
+  chain: RouteChain
 }
 
 function queryOf (url: string): string {
@@ -57,6 +70,18 @@ function queryOf (url: string): string {
 export function pathOf (url: string): string {
   const q = url.indexOf('?')
   return q === -1 ? url : url.slice(0, q)
+}
+
+/** What rendering an error before any route needs: the catalogue and the envelope of a path. */
+export type ErrorPlan = Pick<HostPlan, 'catalogue' | 'routes'>
+
+/**
+ * A plan's catalogue and routes; a bare config (an app that mounts the gateway and has no plan
+ * at hand) has them compiled here, apart from its plan.
+ */
+function errorPlanOf (source: GatewayConfig | ErrorPlan): ErrorPlan {
+  if ('catalogue' in source) return source
+  return { catalogue: compileCatalogue(source.errors, source.server), routes: compileRoutes(source) }
 }
 
 /** Node's client-side failures before any request exists (oversized headers, a malformed request line). */
@@ -81,9 +106,8 @@ function rawPath (packet: unknown): string {
  * answer carries every error header; the envelope is the family of the path on the request
  * line when it can be read, else the chat-completions one.
  */
-export function gatewayClientErrors (config: GatewayConfig): (err: Error & { code?: string, rawPacket?: unknown }, socket: Socket) => void {
-  const catalogue = compileCatalogue(config.errors, config.server)
-  const routes = compileRoutes(config)
+export function gatewayClientErrors (source: GatewayConfig | ErrorPlan): (err: Error & { code?: string, rawPacket?: unknown }, socket: Socket) => void {
+  const { catalogue, routes } = errorPlanOf(source)
   return (err, socket) => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return
     const code = (err.code !== undefined ? CLIENT_ERRORS[err.code] : undefined) ?? 'REQUEST_INVALID'
@@ -106,9 +130,8 @@ export function gatewayClientErrors (config: GatewayConfig): (err: Error & { cod
  * an over-long path parameter) and would otherwise send its own body without the error headers.
  * It is a server option, so an app that registers the plugin passes it to `Fastify()` itself.
  */
-export function gatewayFrameworkErrors (config: GatewayConfig): (error: FastifyError, req: FastifyRequest, reply: FastifyReply) => void {
-  const catalogue = compileCatalogue(config.errors, config.server)
-  const routes = compileRoutes(config)
+export function gatewayFrameworkErrors (source: GatewayConfig | ErrorPlan): (error: FastifyError, req: FastifyRequest, reply: FastifyReply) => void {
+  const { catalogue, routes } = errorPlanOf(source)
   return (error, req, reply) => {
     const rendered = renderError(toOccurrence(error, req.id, catalogue), routes.envelopeForPath(pathOf(req.url)), catalogue)
     reply.code(rendered.status).headers(rendered.headers).send(rendered.body)
@@ -122,20 +145,20 @@ function outcomeKind (code: string): Outcome['kind'] {
 
 /**
  * The host: one Fastify route per declared path, each running the phases of the plugins it is
- * given. It knows no concern; what a request goes through is the composition root's list.
+ * given, through the route's own chain (the hooks that apply to its plan, chosen once at
+ * registration). It knows no concern; what a request goes through is the composition root's list.
  */
 export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions): Promise<void> {
-  const { config } = opts
-  const catalogue: Catalogue = compileCatalogue(config.errors, config.server)
-  const routes = compileRoutes(config)
+  const { config, routes } = opts.plan
+  const catalogue: Catalogue = opts.plan.catalogue
   const phases: PhasePlan = planPhases(opts.plugins)
   const stats = opts.stats ?? { inflight: 0 }
   const settlements = new Set<Promise<void>>()
   app.decorateRequest('gatewayContext', null)
   for (const p of phases.plugins) p.setup?.(app)
 
-  const billingStatus = (ctx: RequestContext, outcome: Outcome): BillingStatus => {
-    for (const decide of phases.billingStatus) {
+  const billingStatus = (ctx: HostContext, outcome: Outcome): BillingStatus => {
+    for (const decide of ctx.chain.billingStatus) {
       const status = decide(ctx, outcome)
       if (status !== undefined) return status
     }
@@ -144,7 +167,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
 
   const settleOnce = (ctx: HostContext, outcome: Outcome): Promise<void> => {
     ctx.settling ??= (async () => {
-      for (const hook of phases.settle) {
+      for (const hook of ctx.chain.settle) {
         try {
           const r = hook(ctx, outcome)
           if (r !== undefined) await r
@@ -163,7 +186,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     ctx.stage = 'ended'
     stats.inflight--
     const done: Promise<void> = settleOnce(ctx, outcome).then(() => {
-      for (const hook of phases.finish) {
+      for (const hook of ctx.chain.finish) {
         try {
           hook(ctx, outcome)
         } catch (err) {
@@ -228,7 +251,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
   })
 
   /** admit: runs in onRequest, before Fastify reads the body. */
-  const admit = async (req: FastifyRequest, plan: RoutePlan, params: { model?: string, id?: string }): Promise<void> => {
+  const admit = async (req: FastifyRequest, plan: RoutePlan, chain: RouteChain, params: { model?: string, id?: string }): Promise<void> => {
     const ctx: HostContext = {
       requestId: req.id,
       startedAt: process.hrtime.bigint(),
@@ -243,13 +266,14 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
       billing: 'NOT_BILLED',
       state: {},
       stage: 'admit',
-      settling: null
+      settling: null,
+      chain
     }
     req.gatewayContext = ctx
     stats.inflight++
     try {
       if (stats.closing === true) throw gatewayError('MODEL_BUSY', { closeConnection: true, detail: 'This gateway instance is shutting down.' })
-      await runPhase(phases.admit, ctx, req)
+      await runPhase(chain.admit, ctx, req)
     } catch (err) {
       refusal(ctx, err)
       throw err
@@ -265,8 +289,8 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
       retarget: async (model) => {
         ctx.model = model
         try {
-          await runPhase(phases.resolve, ctx, req)
-          await runPhase(phases.charge, ctx, req)
+          await runPhase(ctx.chain.resolve, ctx, req)
+          await runPhase(ctx.chain.charge, ctx, req)
           return true
         } catch {
           return false
@@ -276,8 +300,8 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
       end: (outcome) => { end(ctx, outcome) }
     }
     try {
-      await runPhase(phases.resolve, ctx, req)
-      await runPhase(phases.charge, ctx, req)
+      await runPhase(ctx.chain.resolve, ctx, req)
+      await runPhase(ctx.chain.charge, ctx, req)
       await phases.forward(ctx, req, reply, control)
     } catch (err) {
       refusal(ctx, err)
@@ -291,22 +315,36 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     if (ctx !== null && ctx.stage === 'admit') refusal(ctx, gatewayError('REQUEST_ABORTED'))
   }
 
+  // One chain per route plan (aliases and a wildcard's matchers share their plan's), built here,
+  // once: what applies to a route is decided from its plan, not asked again by each request.
+  const chains = new Map<RoutePlan, RouteChain>()
+  const chainOf = (plan: RoutePlan): RouteChain => {
+    let chain = chains.get(plan)
+    if (chain === undefined) {
+      chain = routeChain(phases, plan)
+      chains.set(plan, chain)
+    }
+    return chain
+  }
+
   const register = (spec: FastifyRouteSpec): void => {
     if (spec.kind === 'plain') {
       const plan = spec.plan
+      const chain = chainOf(plan)
       app.route({
         method: spec.method,
         url: spec.url,
         onRequest: async (req) => {
           const p = req.params as { id?: string }
-          await admit(req, plan, p.id === undefined ? {} : { id: p.id })
+          await admit(req, plan, chain, p.id === undefined ? {} : { id: p.id })
         },
         onRequestAbort,
         handler: handle
       })
       return
     }
-    const { prefix, matchers } = spec
+    const { prefix } = spec
+    const matchers = spec.matchers.map((m) => ({ pattern: m.pattern, plan: m.plan, chain: chainOf(m.plan) }))
     app.route({
       method: spec.method,
       url: spec.url,
@@ -315,7 +353,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
         for (const m of matchers) {
           const found = m.pattern.exec(rest)
           if (found?.[1] !== undefined) {
-            await admit(req, m.plan, { model: found[1] })
+            await admit(req, m.plan, m.chain, { model: found[1] })
             return
           }
         }

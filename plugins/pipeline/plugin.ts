@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { BillingStatus } from '../errors/index.js'
 import type { CompiledModel } from '../models/catalogue.js'
+import type { RoutePlan } from '../routes/compile.js'
 import type { Outcome, RequestContext } from './context.js'
 
 /** The phases of a request, in the order they run. */
@@ -23,6 +24,17 @@ export interface ForwardControl {
   end (outcome: Outcome): void
 }
 
+/** The per-request hooks of a plugin: what a route's chain is made of. */
+export interface PluginHooks {
+  admit?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
+  resolve?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
+  charge?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
+  settle?: (ctx: RequestContext, outcome: Outcome) => MaybePromise<void>
+  finish?: (ctx: RequestContext, outcome: Outcome) => void
+  /** The billing status this plugin's settle will give an outcome; the first plugin that answers decides. */
+  billingStatus?: (ctx: RequestContext, outcome: Outcome) => BillingStatus | undefined
+}
+
 /**
  * A concern of the gateway: a name and the hooks it needs. The host runs each phase's hooks in
  * the order the composition root lists the plugins; a hook refuses a request by throwing a
@@ -38,41 +50,50 @@ export interface ForwardControl {
  * settle   after the answer ended (or was refused): meter → cost → post / release. Once per
  *          request; a failing hook is logged and the next ones still run.
  * finish   after settle: request log, lease release, metrics. Must not throw.
+ *
+ * Each route runs its own chain, built once when the host registers it (Fastify's route-level
+ * hooks): a plugin with `forRoute` says there which of its hooks apply to that route, decided
+ * from the route's plan alone; one without runs its hooks on every route.
  */
-export interface GatewayPlugin {
+export interface GatewayPlugin extends PluginHooks {
   readonly name: string
   /** Registers what the plugin needs on the gateway's Fastify instance (content-type parsers, decorators). */
   setup?: (app: FastifyInstance) => void
-  admit?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
-  resolve?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
-  charge?: (ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>
   forward?: (ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl) => Promise<void>
-  settle?: (ctx: RequestContext, outcome: Outcome) => MaybePromise<void>
-  finish?: (ctx: RequestContext, outcome: Outcome) => void
-  /** The billing status this plugin's settle will give an outcome; the first plugin that answers decides. */
-  billingStatus?: (ctx: RequestContext, outcome: Outcome) => BillingStatus | undefined
+  /**
+   * The hooks this plugin runs on `route`, chosen (and specialised) once from what the route
+   * declares, so that no hook asks again per request whether it applies; {} when none does.
+   * Absent: the plugin's own hooks run on every route.
+   */
+  forRoute?: (route: RoutePlan) => PluginHooks
   /** Called when the gateway closes, after every request finished and settled. */
   close?: () => Promise<void>
 }
 
-type Hook<P extends PhaseName> = NonNullable<GatewayPlugin[P]>
+type Hook<P extends keyof PluginHooks | 'forward'> = NonNullable<GatewayPlugin[P]>
 
-/** The plugins' hooks per phase, in plugin order; built once at registration. */
-export interface PhasePlan {
-  readonly plugins: readonly GatewayPlugin[]
+/** The hooks one route runs, per phase, in plugin order. */
+export interface RouteChain {
   readonly admit: ReadonlyArray<Hook<'admit'>>
   readonly resolve: ReadonlyArray<Hook<'resolve'>>
   readonly charge: ReadonlyArray<Hook<'charge'>>
-  readonly forward: Hook<'forward'>
   readonly settle: ReadonlyArray<Hook<'settle'>>
   readonly finish: ReadonlyArray<Hook<'finish'>>
-  readonly billingStatus: ReadonlyArray<NonNullable<GatewayPlugin['billingStatus']>>
+  readonly billingStatus: ReadonlyArray<Hook<'billingStatus'>>
 }
 
-function hooks<K extends keyof GatewayPlugin> (plugins: readonly GatewayPlugin[], phase: K): Array<NonNullable<GatewayPlugin[K]>> {
+/** The plugins' hooks per phase, in plugin order (every plugin's own hooks); built once at registration. */
+export interface PhasePlan extends RouteChain {
+  readonly plugins: readonly GatewayPlugin[]
+  readonly forward: Hook<'forward'>
+}
+
+const CHAIN_PHASES = ['admit', 'resolve', 'charge', 'settle', 'finish', 'billingStatus'] as const
+
+function hooks<K extends keyof GatewayPlugin> (plugins: readonly GatewayPlugin[], phase: K, of: (p: GatewayPlugin) => Partial<GatewayPlugin> = (p) => p): Array<NonNullable<GatewayPlugin[K]>> {
   const out: Array<NonNullable<GatewayPlugin[K]>> = []
   for (const p of plugins) {
-    const h = p[phase]
+    const h = of(p)[phase]
     // Bound, so a plugin written as a class keeps its `this`.
     if (typeof h === 'function') out.push(h.bind(p) as NonNullable<GatewayPlugin[K]>)
   }
@@ -101,6 +122,19 @@ export function planPhases (plugins: readonly GatewayPlugin[]): PhasePlan {
     finish: hooks(plugins, 'finish'),
     billingStatus: hooks(plugins, 'billingStatus')
   })
+}
+
+/**
+ * The chain of one route: per phase, in plugin order, the hooks that apply to it (each plugin's
+ * `forRoute`, else its own hooks). Built once per route plan when the host registers the routes.
+ */
+export function routeChain (phases: PhasePlan, route: RoutePlan): RouteChain {
+  const chosen = new Map<GatewayPlugin, PluginHooks>()
+  for (const p of phases.plugins) chosen.set(p, p.forRoute === undefined ? p : p.forRoute(route))
+  const of = (p: GatewayPlugin): PluginHooks => chosen.get(p) ?? p
+  const chain: Record<typeof CHAIN_PHASES[number], unknown[]> = { admit: [], resolve: [], charge: [], settle: [], finish: [], billingStatus: [] }
+  for (const phase of CHAIN_PHASES) chain[phase] = hooks(phases.plugins, phase, of)
+  return Object.freeze(chain as unknown as RouteChain)
 }
 
 /** Runs one phase's hooks in order; a synchronous hook costs no promise. */

@@ -1,23 +1,22 @@
-import type { GatewayConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
-import { compileRoutes } from '../routes/compile.js'
-import { bodyOptionsOf, registerBodyParsers } from './body.js'
+import { registerBodyParsers, type BodyOptions } from './body.js'
 import { refuseDeferredWork } from './deferred-work.js'
 
-export { type ParsedBody } from './body.js'
+export { bodyOptionsOf, type BodyOptions, type ParsedBody } from './body.js'
 
 /**
+ * `bodies` is the plan's slice (bodyOptionsOf).
  * setup: the body parsers (JSON and multipart, keeping the exact bytes; per-route size caps,
  * nesting depth, part counts and a body deadline, checked while the body arrives). resolve: the
  * body kind the route accepts, per-item size caps of multipart files, and deferred work the
  * route refuses (`background: true`).
  */
-export function requestPlugin (config: GatewayConfig): GatewayPlugin {
+export function requestPlugin (bodies: BodyOptions): GatewayPlugin {
   return {
     name: 'request',
     setup (app) {
-      registerBodyParsers(app, bodyOptionsOf(config.server, compileRoutes(config)))
+      registerBodyParsers(app, bodies)
     },
     resolve (ctx) {
       if (ctx.model !== null) return // a fallback: the body was checked for the primary

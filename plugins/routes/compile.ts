@@ -19,6 +19,11 @@ export interface RoutePlan {
   readonly upstream: RouteConfig['upstream']
   /** True when the model id comes from a `{model}` path segment. */
   readonly modelInPath: boolean
+  /**
+   * False for a route whose requests name no model (a job poll or download: a fixed `upstream`
+   * and no `{model}`): nothing of it is resolved against the catalogue, held or priced.
+   */
+  readonly namesModel: boolean
   /** This route's own body cap (`body_limit_bytes`), when it sets one. */
   readonly bodyLimitBytes: number | undefined
   /** Body parameters that ask for deferred work (refused unless a job route). */
@@ -81,6 +86,7 @@ export function compileRoutes (config: GatewayConfig, operations: CompiledOperat
       job: op.job?.role,
       upstream: r.upstream,
       modelInPath: r.path.includes('{model}'),
+      namesModel: r.upstream === undefined || r.path.includes('{model}'),
       bodyLimitBytes: r.body_limit_bytes,
       deferredParams: Object.freeze([...(r.deferred_params ?? [])]),
       firstByteTimeoutMs: r.first_byte_timeout_ms,

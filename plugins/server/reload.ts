@@ -17,7 +17,7 @@ import { stableStringify } from '../config/snapshot.js'
 import { locateInSources, readSources } from '../config/sources.js'
 import type { GatewayConfig } from '../config/types.js'
 import type { GatewayServices } from '../gateway/index.js'
-import { gatewayClientErrors } from '../gateway/index.js'
+import { compilePlan, gatewayClientErrors, type GatewayPlan } from '../gateway/index.js'
 import { GatewayMetrics } from '../metrics/index.js'
 import { serverBounds } from '../request/server-bounds.js'
 import { createUpstreamView, type UpstreamView } from '../upstream/index.js'
@@ -61,7 +61,7 @@ export type ReloadOutcome =
   | { ok: true, hash: string, previousHash: string, changed: boolean }
   | { ok: false, hash: string, problems: ConfigProblem[] }
 
-export interface GatewayHostOptions extends Omit<ServerOptions, 'config' | 'services' | 'serverFactory' | 'configState' | 'loggerInstance' | 'metrics' | 'upstreamView'> {
+export interface GatewayHostOptions extends Omit<ServerOptions, 'config' | 'plan' | 'services' | 'serverFactory' | 'configState' | 'loggerInstance' | 'metrics' | 'upstreamView'> {
   /** The file reloads read (the one `loaded` came from). */
   file: string
   loaded: LoadedConfig
@@ -100,6 +100,8 @@ interface Generation {
   readonly events: GenerationServer
   readonly config: GatewayConfig
   readonly hash: string
+  /** The config compiled, once: everything the generation serves reads it. */
+  readonly plan: GatewayPlan
   /** Requests dispatched to it whose response has not closed yet. */
   inflight: number
   /** Replaced by a newer generation: closed once `inflight` is 0. */
@@ -172,6 +174,8 @@ export class GatewayHost {
   get app (): FastifyInstance { return this.current.app }
   get config (): GatewayConfig { return this.current.config }
   get hash (): string { return this.current.hash }
+  /** The current generation's plan. */
+  get plan (): GatewayPlan { return this.current.plan }
   get log (): FastifyBaseLogger { return this.current.app.log }
   /** What /readyz reports: the served hash, and why the last reload was refused (null when it was not). */
   get state (): ConfigState { return { hash: this.current.hash, file: this.file, lastReloadError: this.lastError } }
@@ -193,9 +197,12 @@ export class GatewayHost {
     const { file: _file, loaded: _loaded, services, env: _env, onSwap: _onSwap, logger, ...rest } = this.opts
     let handler: FastifyServerFactoryHandler | undefined
     const events = new GenerationServer(this.server)
+    // The generation's one compile of its config; swapped whole with the generation.
+    const plan = compilePlan(config, hash)
     const app = await buildServer({
       ...rest,
       config,
+      plan,
       services,
       metrics: this.metrics,
       upstreamView: this.upstreamView,
@@ -215,8 +222,8 @@ export class GatewayHost {
     if (handler === undefined) throw new Error('the generation got no request handler')
     this.logger ??= app.log
     // Fastify attached its clientError handler to `events`; keep the gateway's envelope in it.
-    if (events.listenerCount('clientError') === 0) events.on('clientError', gatewayClientErrors(config))
-    return { app, handler, events, config, hash, inflight: 0, retired: false, closed: null }
+    if (events.listenerCount('clientError') === 0) events.on('clientError', gatewayClientErrors(plan))
+    return { app, handler, events, config, hash, plan, inflight: 0, retired: false, closed: null }
   }
 
   /**

@@ -99,6 +99,7 @@ export async function serveCommand (args: readonly string[]): Promise<number> {
     admin = adminToken || adminMetrics
       ? await buildAdminServer({
         config: loaded.config,
+        catalogue: host.plan.catalogue,
         currentConfig: () => host.config,
         store: opened.store,
         token: adminToken,

@@ -2,14 +2,13 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { GatewayConfig } from '../config/types.js'
 import { ADMIN_PREFIX } from '../admin/constants.js'
 import { adminRoutes } from '../admin/routes.js'
-import { configHash } from '../config/snapshot.js'
 import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'
 import { GatewayMetrics, metricsRoute } from '../metrics/index.js'
 import { serverBounds } from '../request/server-bounds.js'
 import { createUpstreamView, upstreamAdminRoutes } from '../upstream/index.js'
 import { readinessProbe, readinessRoute, type ConfigState, type ReadinessProbe } from './readiness.js'
 import { readinessAdminRoute } from '../admin/config-routes.js'
-import { gatewayClientErrors, gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
+import { compilePlan, gatewayClientErrors, gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
 export const REDACTED_PATHS = [
@@ -69,6 +68,9 @@ function trustedProxies (config: GatewayConfig): readonly string[] {
 
 /** The standalone server: the gateway plugin at the root, plus health endpoints and a graceful shutdown. */
 export async function buildServer (opts: ServerOptions): Promise<FastifyInstance> {
+  if (opts.plan !== undefined && opts.plan.config !== opts.config) throw new TypeError('buildServer: `plan` is not the plan of `config`')
+  // The config's one compile: every part of this server reads this plan.
+  const plan = opts.plan ?? compilePlan(opts.config)
   const app = Fastify({
     ...(opts.loggerInstance
       ? { loggerInstance: opts.loggerInstance }
@@ -82,9 +84,9 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     ...(trustedProxies(opts.config).length > 0 ? { trustProxy: [...trustedProxies(opts.config)] } : {}),
     // One log line per request comes from the gateway's own finish hook, not Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
-    frameworkErrors: gatewayFrameworkErrors(opts.config),
+    frameworkErrors: gatewayFrameworkErrors(plan),
     // Oversized headers (431), a malformed request, Node's request deadline (408): the envelope.
-    clientErrorHandler: gatewayClientErrors(opts.config),
+    clientErrorHandler: gatewayClientErrors(plan),
     // A request arriving while the server closes is refused by the gateway itself (MODEL_BUSY in
     // its family's envelope, see PipelineStats.closing), not with Fastify's own 503 body.
     return503OnClosing: false,
@@ -95,7 +97,7 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.decorate('gatewayStats', stats)
   const { services, logger: _logger, adminToken, secretNotice = true, metrics: givenMetrics, serverFactory: _factory, configState: givenState, loggerInstance: _loggerInstance, ...gatewayOptions } = opts
-  const configState: ConfigState = { hash: configHash(opts.config) }
+  const configState: ConfigState = { hash: plan.hash }
   const readiness = readinessProbe({ store: services.store, redis: services.store.bus instanceof RedisInvalidationBus, config: givenState ?? (() => configState), closing: () => stats.closing === true })
   app.decorate('gatewayReadiness', readiness)
   readinessRoute(app, readiness)
@@ -121,12 +123,13 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     app.server.closeAllConnections()
   })
   const upstreamView = gatewayOptions.upstreamView ?? createUpstreamView()
-  await app.register(modelGateway, { ...gatewayOptions, services, stats, upstreamView, ...(metrics !== null ? { metrics } : {}) })
+  await app.register(modelGateway, { ...gatewayOptions, plan, services, stats, upstreamView, ...(metrics !== null ? { metrics } : {}) })
   if (adminToken) {
     await app.register(adminRoutes, {
       prefix: ADMIN_PREFIX,
       store: services.store,
       config: opts.config,
+      catalogue: plan.catalogue,
       token: adminToken,
       clock: services.clock,
       flushRequestLog: async () => { await services.requestLog.flush() },

@@ -1,18 +1,29 @@
 import type { GatewayConfig } from '../config/types.js'
-import { compileCatalogue } from '../errors/index.js'
+import type { Catalogue } from '../errors/index.js'
 import { passthrough, type TranslatorFor } from '../metering/index.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { forward, type ForwardDeps } from './forward-phase.js'
-import { compileUpstreams } from './providers.js'
+import { openUpstreams, type UpstreamPlan, type Upstreams } from './providers.js'
 import type { UpstreamView } from './view.js'
 
 export { createStatusReader, type StatusReader } from './status-reader.js'
 export { createUpstreamView, upstreamAdminRoutes, type UpstreamView, type UpstreamStatus } from './view.js'
 
+export { compileUpstreamPlan, openUpstreams, type UpstreamPlan, type Upstreams } from './providers.js'
+
+/** The upstream concern's slice of the gateway's plan. */
+export interface UpstreamPlanSlice {
+  readonly config: Pick<GatewayConfig, 'server'>
+  readonly catalogue: Catalogue
+  readonly upstream: UpstreamPlan
+}
+
 export interface UpstreamPluginOptions {
-  config: GatewayConfig
+  plan: UpstreamPlanSlice
   models: ModelCatalogue
+  /** The plan's upstreams, opened by the caller, who closes them (the jobs concern polls through the same pools); absent: the plugin opens and closes its own. */
+  upstreams?: Upstreams
   /** Injected randomness for the weighted pick of a pool member. */
   random?: () => number
   /**
@@ -35,17 +46,18 @@ const everyOperationPassthrough: TranslatorFor = () => passthrough
  * (`translatorFor`; job routes: the jobs concern's, which names the target and writes the answer).
  */
 export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
-  const { config } = opts
-  const upstreams = compileUpstreams(config)
+  const { config } = opts.plan
+  const owned = opts.upstreams === undefined
+  const upstreams = opts.upstreams ?? openUpstreams(opts.plan.upstream)
   const deps: ForwardDeps = {
     upstreams,
     models: opts.models,
-    catalogue: compileCatalogue(config.errors, config.server),
-    headerFilter: { strip: new Set(config.auth.strip_headers.map((h) => h.toLowerCase())) },
+    catalogue: opts.plan.catalogue,
+    headerFilter: { strip: opts.plan.upstream.stripHeaders },
     drainTimeoutMs: config.server.drain_timeout_ms,
     writeStallMs: config.server.client_write_stall_ms,
     random: opts.random ?? Math.random,
-    retry: { maxTries: config.upstream.max_tries, retryStatuses: new Set(config.upstream.retry_statuses) },
+    retry: opts.plan.upstream.retry,
     translatorFor: opts.translatorFor ?? everyOperationPassthrough
   }
   if (opts.view) opts.view.read = () => upstreams.status()
@@ -53,6 +65,6 @@ export function upstreamPlugin (opts: UpstreamPluginOptions): GatewayPlugin {
     name: 'upstream',
     setup: () => { upstreams.startHealthChecks(opts.onHealthCheckError) },
     forward: async (ctx, req, reply, control) => { await forward(deps, ctx, req, reply, control) },
-    close: async () => { await upstreams.close() }
+    close: async () => { if (owned) await upstreams.close() }
   }
 }

@@ -1,7 +1,7 @@
 import { Agent, Pool, type Dispatcher } from 'undici'
 import type { GatewayConfig } from '../config/types.js'
 import { compileAllowLists, type ProviderAllowLists } from './allow-lists.js'
-import { MemberHealth, type MemberHealthView } from './health.js'
+import { MemberHealth, type BreakerSettings, type MemberHealthView } from './health.js'
 
 export interface CompiledProvider {
   readonly name: string
@@ -66,13 +66,28 @@ function open (h: MemberHealth, now: number): boolean {
   return h.probing
 }
 
-export function compileUpstreams (config: GatewayConfig): Upstreams {
-  const providers = new Map<string, CompiledProvider>()
-  // Several providers may share an origin (one mock upstream in tests): their pools add up.
-  const connectionsByOrigin = new Map<string, number>()
-  const connectTimeoutByOrigin = new Map<string, number>()
+/** A provider's settings as the plan holds them (no runtime state). */
+export type ProviderSettings = Omit<CompiledProvider, 'health'>
+
+/** The upstream part of a plan: what the pools, providers and their connections are, before any is opened. */
+export interface UpstreamPlan {
+  readonly providers: ReadonlyMap<string, ProviderSettings>
+  readonly pools: ReadonlyMap<string, { readonly members: ReadonlyArray<{ readonly provider: string, readonly weight: number }> }>
+  /** Connections per origin (providers on one origin add up) and the shortest connect timeout among them. */
+  readonly origins: ReadonlyMap<string, { readonly connections: number, readonly connectTimeoutMs: number }>
+  readonly breaker: BreakerSettings
+  readonly healthCheckIntervalMs: number
+  /** Tries per pool before the next fallback model, and the upstream statuses worth another try. */
+  readonly retry: { readonly maxTries: number, readonly retryStatuses: ReadonlySet<number> }
+  /** Client headers never sent upstream (`auth.strip_headers`, lower case). */
+  readonly stripHeaders: ReadonlySet<string>
+}
+
+/** Pure: the providers, pools and connection budgets of a config; opened by openUpstreams. */
+export function compileUpstreamPlan (config: GatewayConfig): UpstreamPlan {
+  const providers = new Map<string, ProviderSettings>()
+  const origins = new Map<string, { connections: number, connectTimeoutMs: number }>()
   const up = config.upstream ?? { max_tries: 2, retry_statuses: [], breaker_failures: 3, breaker_cooldown_ms: 10_000, health_check_interval_ms: 0 }
-  const breaker = Object.freeze({ failures: up.breaker_failures, cooldownMs: up.breaker_cooldown_ms })
   for (const [name, p] of Object.entries(config.providers)) {
     const url = new URL(p.base_url)
     providers.set(name, Object.freeze({
@@ -85,20 +100,41 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
       bodyTimeoutMs: p.body_timeout_ms,
       drainOnDisconnect: p.drain_on_disconnect === true,
       healthCheckPath: p.health_check_path === undefined ? null : url.pathname.replace(/\/+$/, '') + p.health_check_path,
-      allow: compileAllowLists(p),
-      health: new MemberHealth(breaker)
+      allow: compileAllowLists(p)
     }))
     const connect = p.connect_timeout_ms ?? 10_000
-    connectTimeoutByOrigin.set(url.origin, Math.min(connectTimeoutByOrigin.get(url.origin) ?? connect, connect))
-    connectionsByOrigin.set(url.origin, (connectionsByOrigin.get(url.origin) ?? 0) + p.connections)
+    const seen = origins.get(url.origin)
+    origins.set(url.origin, Object.freeze({
+      connections: (seen?.connections ?? 0) + p.connections,
+      connectTimeoutMs: Math.min(seen?.connectTimeoutMs ?? connect, connect)
+    }))
   }
-  const pools = new Map<string, CompiledPool>()
+  const pools = new Map<string, { members: ReadonlyArray<{ provider: string, weight: number }> }>()
   for (const [name, members] of Object.entries(config.pools)) {
-    const compiled = members.map((m) => {
-      const provider = providers.get(m.provider)
-      if (!provider) throw new Error(`pool ${name} names unknown provider ${m.provider}`)
-      return { provider, weight: m.weight ?? 1 }
-    })
+    for (const m of members) if (!providers.has(m.provider)) throw new Error(`pool ${name} names unknown provider ${m.provider}`)
+    pools.set(name, Object.freeze({ members: Object.freeze(members.map((m) => Object.freeze({ provider: m.provider, weight: m.weight ?? 1 }))) }))
+  }
+  return Object.freeze({
+    providers,
+    pools,
+    origins,
+    breaker: Object.freeze({ failures: up.breaker_failures, cooldownMs: up.breaker_cooldown_ms }),
+    healthCheckIntervalMs: up.health_check_interval_ms,
+    retry: Object.freeze({ maxTries: up.max_tries, retryStatuses: new Set(up.retry_statuses) }),
+    stripHeaders: new Set(config.auth.strip_headers.map((h) => h.toLowerCase()))
+  })
+}
+
+/**
+ * Opens a plan's upstreams: one circuit per provider, one undici pool per origin. One per
+ * gateway (config generation): the forward phase and the jobs concern share it.
+ */
+export function openUpstreams (plan: UpstreamPlan): Upstreams {
+  const providers = new Map<string, CompiledProvider>()
+  for (const [name, settings] of plan.providers) providers.set(name, Object.freeze({ ...settings, health: new MemberHealth(plan.breaker) }))
+  const pools = new Map<string, CompiledPool>()
+  for (const [name, pool] of plan.pools) {
+    const compiled = pool.members.map((m) => ({ provider: providers.get(m.provider) as CompiledProvider, weight: m.weight }))
     pools.set(name, Object.freeze({ name, members: Object.freeze(compiled), totalWeight: compiled.reduce((s, m) => s + m.weight, 0) }))
   }
 
@@ -109,9 +145,9 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
       const key = typeof origin === 'string' ? new URL(origin).origin : origin.origin
       return new Pool(origin, {
         ...opts,
-        connections: connectionsByOrigin.get(key) ?? 64,
+        connections: plan.origins.get(key)?.connections ?? 64,
         pipelining: 1,
-        connect: { timeout: connectTimeoutByOrigin.get(key) ?? 10_000 }
+        connect: { timeout: plan.origins.get(key)?.connectTimeoutMs ?? 10_000 }
       })
     }
   })
@@ -183,7 +219,7 @@ export function compileUpstreams (config: GatewayConfig): Upstreams {
       }
     },
     startHealthChecks (onError) {
-      const interval = up.health_check_interval_ms
+      const interval = plan.healthCheckIntervalMs
       const checked = [...providers.values()].filter((p) => p.healthCheckPath !== null)
       if (interval <= 0 || checked.length === 0 || checkTimer) return
       let running = false

@@ -1,10 +1,9 @@
-// A GET of a small JSON document at a named provider, on connections of its own: what the job
-// watcher asks a job's provider (plugins/jobs/job-checker.ts takes it as a port; the composition
-// root wires this one in, so jobs import nothing of upstream).
+// A GET of a small JSON document at a named provider, on the gateway's upstreams (the forward
+// phase's pools): what the job watcher asks a job's provider (plugins/jobs/job-checker.ts takes
+// it as a port; the composition root wires this one in, so jobs import nothing of upstream).
 import type { Readable } from 'node:stream'
-import type { GatewayConfig } from '../config/types.js'
 import { callUpstream } from './forward.js'
-import { compileUpstreams } from './providers.js'
+import type { Upstreams } from './providers.js'
 
 export interface StatusReader {
   /**
@@ -13,13 +12,12 @@ export interface StatusReader {
    * call fails before its headers.
    */
   get (provider: string, path: string): Promise<{ statusCode: number, body: Readable }>
-  /** Closes the reader's connections. */
+  /** Ends the reader: the upstreams are the caller's, and stay open. */
   close (): Promise<void>
 }
 
-/** A reader on its own pools, compiled from the config (no health checks, no circuit counted). */
-export function createStatusReader (config: GatewayConfig): StatusReader {
-  const upstreams = compileUpstreams(config)
+/** A reader over `upstreams` (no circuit counted: a status read is not a request's call). */
+export function createStatusReader (upstreams: Upstreams): StatusReader {
   return {
     async get (name, path) {
       let provider
@@ -37,6 +35,6 @@ export function createStatusReader (config: GatewayConfig): StatusReader {
         body: undefined
       })
     },
-    close: async () => { await upstreams.close() }
+    close: async () => {}
   }
 }

@@ -38,12 +38,15 @@ export interface WalletPluginDeps extends Omit<WalletDeps, 'wallet'>, Omit<Settl
 export function walletPlugin (deps: WalletPluginDeps): GatewayPlugin {
   const keeper = deps.keeper ?? createHoldKeeper({ wallet: deps.wallet, warn: (fields) => { deps.log?.warn(fields, 'hold renewal') } })
   const withKeeper = { ...deps, keeper }
-  return {
+  const plugin: GatewayPlugin = {
     name: 'wallet',
     charge: holdWorstCase(withKeeper),
     async settle (ctx, outcome) {
       ctx.state.settled = await settle(withKeeper, ctx, outcome, outcome.usage)
     },
-    billingStatus: (ctx, outcome) => billingStatusFor(ctx, outcome, outcome.usage)
+    billingStatus: (ctx, outcome) => billingStatusFor(ctx, outcome, outcome.usage),
+    // A route that names no model (a job poll or download) holds nothing; it still settles.
+    forRoute: (route) => route.namesModel ? plugin : { settle: plugin.settle, billingStatus: plugin.billingStatus }
   }
+  return plugin
 }

@@ -2,8 +2,9 @@
 // test gateway's own store and clock, and small clients for creates and polls.
 import { request } from 'node:http'
 import type { JobsConfig } from '../../plugins/config/types.js'
+import { compilePlan } from '../../plugins/gateway/plan.js'
 import { createJobs, type Jobs } from '../../plugins/jobs/index.js'
-import { createStatusReader } from '../../plugins/upstream/index.js'
+import { createStatusReader, openUpstreams } from '../../plugins/upstream/index.js'
 import { createWallet } from '../../plugins/wallet/index.js'
 import type { TestGateway } from './gateway.js'
 import { ledgerState, type LedgerState } from './billing.js'
@@ -26,7 +27,11 @@ export function jobsTestConfig (jobs: Partial<Omit<JobsConfig, 'watcher'>> & { w
 /** The real job watcher (and the rest of plugins/jobs) on a test gateway's store, clock and config, wired as the composition root wires it. */
 export function jobsOf (gw: TestGateway): Jobs {
   const { store, clock } = gw.services
-  return createJobs({ config: gw.config, jobs: store.jobs, wallet: createWallet({ ledger: store.ledger }), clock, log: gw.app.log, reader: createStatusReader(gw.config) })
+  const plan = compilePlan(gw.config)
+  // Its own upstreams, closed with it (the gateway's are the gateway's).
+  const upstreams = openUpstreams(plan.upstream)
+  const reader = { ...createStatusReader(upstreams), close: async () => { await upstreams.close() } }
+  return createJobs({ plan, jobs: store.jobs, wallet: createWallet({ ledger: store.ledger }), clock, log: gw.app.log, reader })
 }
 
 export interface Created { id: string, status: string }

@@ -1,0 +1,121 @@
+// The config is compiled once: one plan per boot and one per hot reload that swaps the config
+// (plugins/gateway/plan.ts), counted on the diagnostics channel each compile publishes to; the
+// plan is frozen and named by the config's hash; no concern compiles the raw config again.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import t from 'tap'
+import { loadConfig } from '../plugins/config/index.js'
+import { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage } from '../plugins/gateway/plan.js'
+import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
+import { ROOT } from './helpers/paths.js'
+import { setPrice, startReloadGateway } from './helpers/reload.js'
+
+const env = mockEnv('http://127.0.0.1:9')
+
+/** Every plan compiled while `run` runs (the channel's messages, in order). */
+function recordCompiles (t: { teardown: (fn: () => void) => void }): PlanCompiledMessage[] {
+  const seen: PlanCompiledMessage[] = []
+  const listener = (message: unknown): void => { seen.push(message as PlanCompiledMessage) }
+  subscribe(PLAN_COMPILED_CHANNEL, listener)
+  t.teardown(() => { unsubscribe(PLAN_COMPILED_CHANNEL, listener) })
+  return seen
+}
+
+t.test('serve: one compile per boot, one per reload that swaps; an unchanged, invalid or restart-only file compiles nothing', async (t) => {
+  const compiles = recordCompiles(t)
+  const gw = await startReloadGateway({ backend: 'sqlite' })
+  t.teardown(async () => { await gw.close() })
+  t.equal(compiles.length, 1, 'booting the gateway compiled its config once')
+  t.equal(compiles[0]?.hash, gw.host.hash, 'the compiled plan is the served config\'s (its hash)')
+  t.equal(compiles[0]?.plan, gw.host.plan, 'and it is the plan the generation serves')
+
+  gw.write((c) => { setPrice(c, 'openai/gpt-4o-mini', '1.00', '2.00') })
+  const swapped = await gw.reload()
+  t.equal(swapped.status, 200)
+  t.equal(swapped.json.changed, true, 'the reload swapped the config')
+  t.equal(compiles.length, 2, 'the reload compiled the new config once')
+  t.equal(compiles[1]?.hash, swapped.json.hash, 'its plan has the new hash')
+  t.equal(gw.host.plan, compiles[1]?.plan, 'the new generation serves the new plan, swapped whole')
+
+  const unchanged = await gw.reload()
+  t.same({ status: unchanged.status, changed: unchanged.json.changed }, { status: 200, changed: false }, 'reloading an unchanged file answers unchanged')
+  t.equal(compiles.length, 2, 'an unchanged file is not compiled (the hashes are compared first)')
+
+  gw.writeText('routes: [\n')
+  const invalid = await gw.reload()
+  t.equal(invalid.status, 422, 'an invalid file is refused')
+  t.equal(compiles.length, 2, 'an invalid file is not compiled: the running plan keeps serving')
+
+  gw.write((c) => { c.server.port = 9 })
+  const restartOnly = await gw.reload()
+  t.equal(restartOnly.status, 422, 'a restart-only change is refused')
+  t.equal(compiles.length, 2, 'a file refused for a restart-only key is not compiled')
+  t.equal(gw.host.plan, compiles[1]?.plan, 'the plan of the last swap still serves')
+})
+
+t.test('the plan is frozen, and two compiles of one file have the same hash', async (t) => {
+  const compiles = recordCompiles(t)
+  const first = loadConfig(REPO_CONFIG, env)
+  const second = loadConfig(REPO_CONFIG, env)
+  const a = compilePlan(first.config)
+  const b = compilePlan(second.config, second.hash)
+  t.equal(compiles.length, 2, 'each compile publishes once')
+  t.equal(a.hash, b.hash, 'two compiles of the same YAML: the same hash')
+  t.equal(a.hash, first.hash, 'the hash is the config\'s (what check and /readyz show)')
+  t.not(a, b, 'two compiles are two plans')
+  const other = compilePlan(loadConfig(REPO_CONFIG, { ...env, OPENAI_BASE_URL: 'http://127.0.0.1:10' }).config)
+  t.not(other.hash, a.hash, 'another config: another hash')
+
+  const plan: GatewayPlan = a
+  t.ok(Object.isFrozen(plan), 'the plan is frozen')
+  for (const step of PLAN_STEPS) t.ok(Object.isFrozen(plan[step.slice]), `its ${step.slice} slice is frozen`)
+  t.ok(Object.isFrozen(plan.routes.plans) && plan.routes.plans.every((r) => Object.isFrozen(r)), 'every route plan is frozen')
+  t.ok(plan.models.list().every((m) => Object.isFrozen(m)), 'every compiled model is frozen')
+  t.throws(() => { (plan as { hash: string }).hash = 'x' }, TypeError, 'a field cannot be replaced')
+  t.throws(() => { (plan.upstream as { healthCheckIntervalMs: number }).healthCheckIntervalMs = 1 }, TypeError, 'nor a slice\'s')
+  t.same(PLAN_STEPS.map((s) => s.slice), ['operations', 'catalogue', 'routes', 'bodies', 'models', 'upstream', 'jobs', 'limits', 'keyHeaders', 'admission'], 'the steps, in the composition root\'s order')
+})
+
+/** Every `.ts` file under a directory. */
+function sources (dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
+    const p = join(dir, d.name)
+    if (d.isDirectory()) return sources(p)
+    return d.name.endsWith('.ts') ? [p] : []
+  })
+}
+
+t.test('no concern compiles the raw config itself: the plan\'s compile steps are called from the plan only', async (t) => {
+  // Each step's compile and where else it may be called: the plan's own list, and the helpers
+  // for callers that hold a bare config and no plan (documented beside each).
+  const allowed: Record<string, string[]> = {
+    compileRoutes: ['plugins/gateway/plan.ts', 'plugins/pipeline/host.ts'],
+    compileCatalogue: ['plugins/gateway/plan.ts', 'plugins/pipeline/host.ts', 'plugins/admin/admin-server.ts', 'plugins/admin/routes.ts', 'plugins/admin/cli-runtime.ts'],
+    compileOperations: ['plugins/gateway/plan.ts', 'plugins/routes/compile.ts', 'plugins/jobs/job-routes.ts'],
+    compileModelTable: ['plugins/gateway/plan.ts', 'plugins/models/catalogue.ts'],
+    compileUpstreamPlan: ['plugins/gateway/plan.ts', 'plugins/upstream/providers.ts'],
+    compileJobRoutes: ['plugins/gateway/plan.ts'],
+    compilePolicies: ['plugins/gateway/plan.ts'],
+    compileKeyHeaders: ['plugins/gateway/plan.ts'],
+    compileAdmission: ['plugins/gateway/plan.ts'],
+    bodyOptionsOf: ['plugins/gateway/plan.ts'],
+    // The table and a catalogue over it in one call: for tools and tests only.
+    compileModels: [],
+    compilePlan: ['plugins/gateway/plan.ts', 'plugins/gateway/index.ts', 'plugins/server/server.ts', 'plugins/server/reload.ts']
+  }
+  const calls = new Map<string, Set<string>>()
+  for (const file of sources(join(ROOT, 'plugins'))) {
+    const text = readFileSync(file, 'utf8')
+    for (const name of Object.keys(allowed)) {
+      // A call, not the declaration (`function name (`) nor a mention in a comment.
+      const called = text.split('\n').some((line) => !/^\s*(\/\/|\*|\/\*)/.test(line) && new RegExp(`(?<!function )\\b${name}\\s*\\(`).test(line))
+      if (called) calls.set(name, (calls.get(name) ?? new Set()).add(relative(ROOT, file)))
+    }
+  }
+  for (const [name, files] of Object.entries(allowed)) {
+    const found = [...(calls.get(name) ?? [])].sort()
+    t.ok(found.every((f) => files.includes(f)), `${name} is called only from ${files.join(', ')} (found: ${found.join(', ') || 'none'})`)
+  }
+  t.ok(calls.get('compileRoutes')?.has('plugins/gateway/plan.ts'), 'the plan compiles the routes')
+})
