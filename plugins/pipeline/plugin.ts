@@ -133,7 +133,7 @@ export function routeChain (phases: PhasePlan, route: RoutePlan): RouteChain {
   for (const p of phases.plugins) chosen.set(p, p.forRoute === undefined ? p : p.forRoute(route))
   const of = (p: GatewayPlugin): PluginHooks => chosen.get(p) ?? p
   const chain: Record<typeof CHAIN_PHASES[number], unknown[]> = { admit: [], resolve: [], charge: [], settle: [], finish: [], billingStatus: [] }
-  for (const phase of CHAIN_PHASES) chain[phase] = hooks(phases.plugins, phase, of)
+  for (const phase of CHAIN_PHASES) chain[phase] = Object.freeze(hooks(phases.plugins, phase, of))
   return Object.freeze(chain as unknown as RouteChain)
 }
 
