@@ -2,14 +2,18 @@
 // (plugins/gateway/plan.ts), counted on the diagnostics channel each compile publishes to; the
 // plan is frozen and named by the config's hash; no concern compiles the raw config again.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../plugins/config/index.js'
+import { openServices } from '../plugins/gateway/index.js'
 import { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage } from '../plugins/gateway/plan.js'
+import { buildServer } from '../plugins/server/server.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 import { ROOT } from './helpers/paths.js'
 import { setPrice, startReloadGateway } from './helpers/reload.js'
+import { TEST_SECRET } from './helpers/store.js'
 
 const env = mockEnv('http://127.0.0.1:9')
 
@@ -52,6 +56,29 @@ t.test('serve: one compile per boot, one per reload that swaps; an unchanged, in
   t.equal(restartOnly.status, 422, 'a restart-only change is refused')
   t.equal(compiles.length, 2, 'a file refused for a restart-only key is not compiled')
   t.equal(gw.host.plan, compiles[1]?.plan, 'the plan of the last swap still serves')
+})
+
+t.test('buildServer compiles the config it is given once, and not at all with its plan', async (t) => {
+  const compiles = recordCompiles(t)
+  const { config } = loadConfig(REPO_CONFIG, env)
+  const dir = mkdtempSync(join(tmpdir(), 'gw-plan-'))
+  const services = await openServices({ dataDir: dir, secret: TEST_SECRET, defaultTier: config.limits.default_tier })
+  t.teardown(async () => {
+    await services.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const fromConfig = await buildServer({ config, services, logger: false, metrics: null })
+  await fromConfig.ready()
+  await fromConfig.close()
+  t.equal(compiles.length, 1, 'a server built from a config: one compile (framework errors, client errors, routes, plugins, admin all read it)')
+  const plan = compilePlan(config)
+  compiles.length = 0
+  const fromPlan = await buildServer({ config, plan, services, logger: false, metrics: null, adminToken: 'plan-admin-token-0123456789-abcdefghijk' })
+  await fromPlan.ready()
+  await fromPlan.close()
+  t.equal(compiles.length, 0, 'given its plan: none')
+  const other = compilePlan(loadConfig(REPO_CONFIG, { ...env, OPENAI_BASE_URL: 'http://127.0.0.1:10' }).config)
+  await t.rejects(buildServer({ config, plan: other, services, logger: false, metrics: null }), /not the plan of `config`/, 'a plan of another config is refused')
 })
 
 t.test('the plan is frozen, and two compiles of one file have the same hash', async (t) => {

@@ -55,7 +55,7 @@ export function modelsPlugin (models: ModelCatalogue, statuses?: ModelStatusStor
   return {
     name: 'models',
     resolve (ctx) {
-      if (!ctx.plan.namesModel) return // job polls name no model
+      if (ctx.plan.upstream && !ctx.plan.modelInPath) return // job polls name no model
       return ctx.plan.modelInPath ? fromPath(ctx) : fromBody(ctx)
     },
     // Where the model id is read from is the route's: a job poll or download names none.

@@ -132,8 +132,8 @@ export function routeChain (phases: PhasePlan, route: RoutePlan): RouteChain {
   const chosen = new Map<GatewayPlugin, PluginHooks>()
   for (const p of phases.plugins) chosen.set(p, p.forRoute === undefined ? p : p.forRoute(route))
   const of = (p: GatewayPlugin): PluginHooks => chosen.get(p) ?? p
-  const chain: Record<typeof CHAIN_PHASES[number], unknown[]> = { admit: [], resolve: [], charge: [], settle: [], finish: [], billingStatus: [] }
-  for (const phase of CHAIN_PHASES) chain[phase] = hooks(phases.plugins, phase, of)
+  const chain: Record<typeof CHAIN_PHASES[number], readonly unknown[]> = { admit: [], resolve: [], charge: [], settle: [], finish: [], billingStatus: [] }
+  for (const phase of CHAIN_PHASES) chain[phase] = Object.freeze(hooks(phases.plugins, phase, of))
   return Object.freeze(chain as unknown as RouteChain)
 }
 
