@@ -6,6 +6,10 @@
  * Error envelope of this family's answers.
  */
 export type EnvelopeKind = 'chat' | 'messages' | 'genai'
+/**
+ * The answer's format: openai (`{object: list, data: [{id, object: model, created, owned_by}]}`), anthropic (`{data: [{type: model, id, display_name, created_at}], has_more, first_id, last_id}`) or genai (`{models: [{name: models/<id>, displayName, inputTokenLimit, outputTokenLimit, supportedGenerationMethods}]}`). The catalogue holds no release dates: `created` is 0, `created_at` the epoch.
+ */
+export type ListingFormat = 'openai' | 'anthropic' | 'genai'
 export type BodyKind = 'json' | 'multipart' | 'none'
 /**
  * A job role: create, poll or content.
@@ -17,14 +21,6 @@ export type JobRole = 'create' | 'poll' | 'content'
  * @minItems 1
  */
 export type RoutesConfig = RouteConfig[]
-/**
- * The answer's format: openai (`{object: list, data: [{id, object: model, created, owned_by}]}`), anthropic (`{data: [{type: model, id, display_name, created_at}], has_more, first_id, last_id}`) or genai (`{models: [{name: models/<id>, displayName, inputTokenLimit, outputTokenLimit, supportedGenerationMethods}]}`).
- */
-export type ListingFormat = 'openai' | 'anthropic' | 'genai'
-/**
- * Model listings the gateway answers itself, from the catalogue, in each family's own format: the models the calling key may use (published ones, named by its and its account's allowed models, served by an operation of a route of the listing's family), with their context window and output limit where the format has them. Authenticated and rate-limited like every call; nothing is sent upstream, held or billed. Each entry is one GET route.
- */
-export type ListingsConfig = ListingConfig[]
 /**
  * tokens: token usage in a wire dialect; images: images returned (and their tokens when reported); transcription: seconds of input audio (or tokens); speech: input characters (or tokens); call: one call per answer; job: an asynchronous job created (billed when it completes); job_poll: a job status read (settles the job's hold); none: bills nothing.
  */
@@ -54,10 +50,6 @@ export type ModelStatus = 'draft' | 'active' | 'paused' | 'retired'
  */
 export type ModelsConfig = ModelConfig[]
 /**
- * Other names a request may give a model by (the bare names SDKs and frameworks send, e.g. `gpt-4o-mini`, `claude-sonnet-4`, `gemini-2.5-flash`), each resolved to its catalogue id in the families it applies to. Once resolved, the key's allowed models, the price, the limits, the request log and X-Gateway-Model all name the catalogue id; the provider still receives the model's `upstream_model`. `check` refuses an alias that is a catalogue id, that another alias already claims in one of its families, or that names a model the catalogue does not hold.
- */
-export type ModelAliasesConfig = ModelAliasConfig[]
-/**
  * Retry strategy.
  */
 export type RetryStrategy = 'NONE' | 'BACKOFF' | 'TOP_UP' | 'WAIT' | 'CHANGE_REQUEST' | 'SWITCH_MODEL'
@@ -70,13 +62,11 @@ export interface GatewayConfig {
   families: FamiliesConfig
   auth: AuthConfig
   routes: RoutesConfig
-  listings: ListingsConfig
   operations: OperationsConfig
   providers: ProvidersConfig
   pools: PoolsConfig
   upstream: UpstreamConfig
   models: ModelsConfig
-  model_aliases: ModelAliasesConfig
   limits: LimitsConfig
   errors: ErrorsConfig
   wallet: WalletConfig
@@ -183,6 +173,41 @@ export interface FamilyConfig {
    * Path prefixes that imply this family for unknown paths (REQUEST_ROUTE_NOT_FOUND envelope).
    */
   prefixes: string[]
+  /**
+   * Other names this family's requests may give a model by (the bare names SDKs and frameworks send, e.g. `gpt-4o-mini`, `claude-sonnet-4`, `gemini-2.5-flash`), each standing for a catalogue id. Resolved before anything else reads the model: the key's allowed models, the price, the limits, the request log and X-Gateway-Model all name the catalogue id; the provider still receives the model's `upstream_model`. `check` refuses an alias that is a catalogue id, that another alias of the family already claims, or that names a model the catalogue does not hold.
+   */
+  aliases?: ModelAliasConfig[]
+  /**
+   * Model listings of this family, answered by the gateway from the catalogue in the family's format (GET /v1/models and the like): the models the calling key may use (published ones its and its account's allowed models name, served by an operation of one of the family's routes), with their context window and output limit where the format has them. Authenticated and rate-limited like every call; nothing is sent upstream, held or billed. Each entry is one GET route.
+   */
+  listings?: ListingConfig[]
+}
+/**
+ * One alias of a family.
+ */
+export interface ModelAliasConfig {
+  /**
+   * The name a request may use (`model` field or `{model}` path segment), matched exactly.
+   */
+  alias: string
+  /**
+   * The catalogue id it stands for.
+   */
+  model: string
+}
+/**
+ * One listing endpoint (GET).
+ */
+export interface ListingConfig {
+  /**
+   * Public path; a path with `{id}` answers one model (a catalogue id, URL-encoded or not, or an alias of the family; refused as a call for it would be: MODEL_NOT_FOUND for an id the catalogue does not publish).
+   */
+  path: string
+  format: ListingFormat
+  /**
+   * Serve this listing, instead of the listing or GET route of the same path without `when_header`, to requests that carry this header (lower case): how two families that share a path are told apart (`anthropic-version` on GET /v1/models, which the Anthropic SDK always sends and the OpenAI SDK never does).
+   */
+  when_header?: string
 }
 /**
  * Which request headers carry the API key and which headers never go upstream.
@@ -353,24 +378,6 @@ export interface ContentRuleConfig {
    * Blocked JavaScript regular expressions (compiled with flag i at load; an invalid one fails the config check).
    */
   patterns?: string[]
-}
-/**
- * One listing endpoint (GET).
- */
-export interface ListingConfig {
-  /**
-   * Public path; a path with `{id}` answers one model (a catalogue id, URL-encoded or not, or an alias of the family; MODEL_NOT_FOUND for an id the catalogue does not publish).
-   */
-  path: string
-  /**
-   * Protocol family (a key of `families`): the error envelope, and the routes whose models are listed.
-   */
-  family: string
-  format: ListingFormat
-  /**
-   * Serve this listing, instead of the listing of the same path without `when_header`, to requests that carry this header (lower case): how two families that share a path are told apart (`anthropic-version` on GET /v1/models, which the Anthropic SDK always sends).
-   */
-  when_header?: string
 }
 /**
  * What the gateway knows about each operation, by name: how its answer is metered, its part in an asynchronous job, which body parameters bound its worst-case cost, and which body features and query values change what the provider charges. Built-in entries for every operation of the spec come from config/operations.yaml; an entry here replaces the built-in entry of the same name whole, or adds a new operation.
@@ -922,25 +929,6 @@ export interface VideoGenerationConfig {
    * Accepts reference images (false: MODEL_REFERENCE_IMAGE_UNSUPPORTED).
    */
   reference_images?: boolean
-}
-/**
- * One alias.
- */
-export interface ModelAliasConfig {
-  /**
-   * The name a request may use (`model` field or `{model}` path segment), matched exactly.
-   */
-  alias: string
-  /**
-   * The catalogue id it stands for.
-   */
-  model: string
-  /**
-   * The families (keys of `families`) whose requests may use it; default: every family with a route serving one of the model's operations.
-   *
-   * @minItems 1
-   */
-  families?: string[]
 }
 /**
  * Rate-limit tiers, the tier of new accounts, and how requests per minute and concurrent streams are enforced (docs/limits.md).

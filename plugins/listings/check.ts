@@ -1,6 +1,6 @@
-// Cross-checks of `listings:` a schema cannot express: the family exists, a path is served once
-// per method (beside the declared routes too), and a listing told apart by a header stands
-// beside one without it. Pure and tolerant of a config that failed the schema.
+// Cross-checks of the families' `listings` a schema cannot express: a path is served once per
+// method (beside the declared routes too), and a listing told apart by a header stands beside a
+// route of the same path without it. Pure and tolerant of a config that failed the schema.
 import { formatPath, type PathProblem, type PathSegment } from '../config/problem.js'
 import type { GatewayConfig } from '../config/types.js'
 
@@ -12,7 +12,6 @@ const routeKey = (path: string): string => `GET ${path.replace(/\{(model|id)\}/g
 
 export function checkListings (config: GatewayConfig): PathProblem[] {
   const out: PathProblem[] = []
-  const families = isObject(config.families) ? config.families : {}
   // GET paths of the declared routes (their own duplicates are checkRoutes' to report).
   const taken = new Map<string, PathSegment[]>()
   listOf(config.routes).forEach((route, i) => {
@@ -21,25 +20,18 @@ export function checkListings (config: GatewayConfig): PathProblem[] {
     listOf(route.aliases).forEach((alias, j) => { paths.push([alias, ['routes', i, 'aliases', j]]) })
     for (const [path, at] of paths) if (isString(path) && !taken.has(routeKey(path))) taken.set(routeKey(path), at)
   })
-  const plain = new Set<string>()
-  const entries = listOf(config.listings)
-  entries.forEach((l, i) => {
-    if (!isObject(l)) return
-    if (isString(l.family) && !Object.prototype.hasOwnProperty.call(families, l.family)) {
-      out.push({ path: ['listings', i, 'family'], message: `family "${l.family}" is not defined in families` })
-    }
-    if (!isString(l.path)) return
-    const key = routeKey(l.path) + (isString(l.when_header) ? ` ${l.when_header}` : '')
+  const listings = Object.entries(isObject(config.families) ? config.families : {}).flatMap(([family, f]) =>
+    listOf(isObject(f) ? f.listings : undefined).flatMap((l, i) => isObject(l) && isString(l.path) ? [{ l, path: l.path, at: ['families', family, 'listings', i] as PathSegment[] }] : []))
+  for (const { l, path, at } of listings) {
+    const key = routeKey(path) + (isString(l.when_header) ? ` ${l.when_header}` : '')
     const first = taken.get(key)
-    if (first !== undefined) out.push({ path: ['listings', i, 'path'], message: `GET ${l.path} is already declared at ${formatPath(first)}` })
-    else taken.set(key, ['listings', i, 'path'])
-    if (!isString(l.when_header)) plain.add(routeKey(l.path))
-  })
-  entries.forEach((l, i) => {
-    if (!isObject(l) || !isString(l.path) || !isString(l.when_header)) return
-    const key = routeKey(l.path)
-    // A declared GET route of the path would do as the one without the header; a listing must.
-    if (!plain.has(key) && !taken.has(key)) out.push({ path: ['listings', i, 'when_header'], message: `GET ${l.path} needs a listing without when_header on the same path, served to requests without the header` })
-  })
+    if (first !== undefined) out.push({ path: [...at, 'path'], message: `GET ${path} is already declared at ${formatPath(first)}` })
+    else taken.set(key, [...at, 'path'])
+  }
+  for (const { l, path, at } of listings) {
+    if (isString(l.when_header) && !taken.has(routeKey(path))) {
+      out.push({ path: [...at, 'when_header'], message: `GET ${path} needs a listing or GET route without when_header on the same path, served to requests without the header` })
+    }
+  }
   return out
 }

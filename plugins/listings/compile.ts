@@ -1,4 +1,4 @@
-// The listings' part of the plan: each `listings:` entry becomes a GET route plan served beside
+// The listings' part of the plan: each family's `listings` entry becomes a GET route plan served beside
 // the declared routes (withAddedRoutes), and each family gets the operations its routes serve
 // (a model is listed in a family only when a request of that family can call it).
 import type { GatewayConfig, ListingFormat } from '../config/types.js'
@@ -19,17 +19,15 @@ const RETRIEVE_OPERATION: CompiledOperation = compileOperation('models.get', {
   bounds: { max_tokens: [], count: [], count_is_images: false, job_units: [] }
 })
 
-/** The route plans of `listings:`, in the order declared. */
-export function compileListingRoutes (config: Pick<GatewayConfig, 'listings' | 'families'>): AddedRoute[] {
-  return (config.listings ?? []).map((l) => {
-    const family = config.families[l.family]
-    if (family === undefined) throw new Error(`listing ${l.path} names unknown family ${l.family}`)
+/** The route plans of every family's `listings`, in the order declared. */
+export function compileListingRoutes (config: Pick<GatewayConfig, 'families'>): AddedRoute[] {
+  return Object.entries(config.families).flatMap(([name, family]) => (family.listings ?? []).map((l): AddedRoute => {
     const one = l.path.includes('{id}')
     const plan: RoutePlan = Object.freeze({
       id: l.when_header === undefined ? `GET ${l.path}` : `GET ${l.path} (${l.when_header})`,
       method: 'GET',
       path: l.path,
-      family: l.family,
+      family: name,
       envelope: family.envelope,
       operation: one ? RETRIEVE_OPERATION.name : LISTING_OPERATION.name,
       op: one ? RETRIEVE_OPERATION : LISTING_OPERATION,
@@ -47,7 +45,7 @@ export function compileListingRoutes (config: Pick<GatewayConfig, 'listings' | '
       listing: l.format
     })
     return { plan, whenHeader: l.when_header }
-  })
+  }))
 }
 
 /** What a listing route answers from: its format, and the operations its family's routes serve. */

@@ -6,6 +6,7 @@ import { Anthropic } from '@anthropic-ai/sdk'
 import { GoogleGenAI } from '@google/genai'
 import { OpenAI } from 'openai'
 import type { Test } from 'tap'
+import type { ModelAliasConfig } from '../../plugins/config/types.js'
 import { expectedCost, ledgerState, priceOf, settledRow, waitForRows } from './billing.js'
 import { startTestGateway, type Backend, type TestGateway } from './gateway.js'
 import { modelOf, writeTestConfig } from './test-config.js'
@@ -63,11 +64,15 @@ export function listingCases (t: Test, backend: Backend): void {
   const config = writeTestConfig((c) => {
     modelOf(c, 'openai/dall-e-3').status = 'paused'
     modelOf(c, 'genai/veo-3').status = 'draft'
-    c.model_aliases = [
-      { alias: 'gpt-4o-mini', model: 'openai/gpt-4o-mini' },
-      { alias: 'claude-sonnet-4', model: 'anthropic/claude-sonnet-4' },
-      { alias: 'gemini-2.5-flash', model: 'genai/gemini-2.5-flash' }
-    ]
+    const families = c.families as Record<string, { aliases?: ModelAliasConfig[] }>
+    const aliases = (family: string, list: ModelAliasConfig[]): void => {
+      const f = families[family]
+      if (f === undefined) throw new Error(`no family ${family}`)
+      f.aliases = list
+    }
+    aliases('chat', [{ alias: 'gpt-4o-mini', model: 'openai/gpt-4o-mini' }, { alias: 'gemini-2.5-flash', model: 'genai/gemini-2.5-flash' }])
+    aliases('messages', [{ alias: 'claude-sonnet-4', model: 'anthropic/claude-sonnet-4' }])
+    aliases('genai', [{ alias: 'gemini-2.5-flash', model: 'genai/gemini-2.5-flash' }])
   })
   t.teardown(() => { config.remove() })
 
