@@ -64,7 +64,7 @@ export function listingsPlugin (deps: ListingsDeps): GatewayPlugin {
     if (auth === undefined) throw gatewayError('AUTH_INVALID_API_KEY')
     const body = route.one
       ? oneModel(route.format, retrieve(route, auth, ctx), route.operations)
-      : modelList(route.format, listed(route, auth), route.operations)
+      : modelList(route.format, listed(route, auth), route.operations, ctx.query)
     const outcome = { kind: 'completed', httpStatus: 200, errorCode: null, answeredModel: null, upstreamMs: null, usage: null, overheadMs: null } as const
     reply.code(200).headers({
       'content-type': 'application/json; charset=utf-8',

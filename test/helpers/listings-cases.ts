@@ -94,9 +94,9 @@ export function listingCases (t: Test, backend: Backend): void {
     }, 'context window, output limit and the genai actions it serves')
 
     const retrieved = await openai.models.retrieve('openai/gpt-4o-mini')
-    t.same({ ...retrieved }, { id: 'openai/gpt-4o-mini', object: 'model', created: 0, owned_by: 'openai' }, 'openai.models.retrieve(id)')
+    t.same({ ...retrieved }, { id: 'openai/gpt-4o-mini', object: 'model', created: 0, owned_by: 'openai', context_window: 128000, max_output_tokens: 16384 }, 'openai.models.retrieve(id), with the limits OpenAI-compatible servers add')
     t.equal((await openai.models.retrieve('gpt-4o-mini')).id, 'openai/gpt-4o-mini', 'an alias retrieves its catalogue model')
-    t.match(await anthropic.models.retrieve('claude-sonnet-4'), { type: 'model', id: 'anthropic/claude-sonnet-4', display_name: 'claude-sonnet-4' })
+    t.match(await anthropic.models.retrieve('claude-sonnet-4'), { type: 'model', id: 'anthropic/claude-sonnet-4', display_name: 'claude-sonnet-4', max_input_tokens: 200000, max_tokens: 64000 }, 'anthropic.models.retrieve(alias), with its limits')
 
     const raw = await fetch(`${gw.url}/v1/models`, { headers: { 'x-api-key': gw.key, 'anthropic-version': '2023-06-01' } })
     t.match(await raw.json(), { has_more: false, first_id: 'anthropic/claude-sonnet-4', last_id: 'anthropic/claude-haiku-3.5' }, 'the Anthropic page fields: one page, in catalogue order')
@@ -108,6 +108,25 @@ export function listingCases (t: Test, backend: Backend): void {
     const after = await ledgerState(gw)
     t.equal(after.balance, before.balance, 'the wallet is untouched')
     t.equal(after.entries.length, before.entries.length, 'no ledger entry')
+  })
+
+  t.test('the Anthropic and GenAI SDKs page through a list one model at a time and get the same models', async (t) => {
+    const { anthropic, genai } = clients(gw, gw.key)
+    const first = await anthropic.models.list({ limit: 1 })
+    t.match(first, { data: [{ id: 'anthropic/claude-sonnet-4' }], has_more: true, first_id: 'anthropic/claude-sonnet-4', last_id: 'anthropic/claude-sonnet-4' }, 'a page of one, more to come')
+    const ids: string[] = []
+    for await (const m of anthropic.models.list({ limit: 1 })) ids.push(m.id)
+    t.same(sorted(ids), MESSAGES_MODELS, 'every page together: the same list')
+    const before = await anthropic.models.list({ limit: 5, before_id: 'anthropic/claude-haiku-3.5' })
+    t.match(before, { data: [{ id: 'anthropic/claude-sonnet-4' }], has_more: false }, 'before_id pages backwards')
+    const pager = await genai.models.list({ config: { pageSize: 1 } })
+    t.equal(pager.page.length, 1, 'a GenAI page of one')
+    const names: string[] = []
+    for await (const m of pager) names.push(m.name ?? '')
+    t.same(sorted(names), GENAI_MODELS.map((id) => `models/${id}`), 'the pager follows nextPageToken to the end')
+    const bad = await fetch(`${gw.url}/v1/models?limit=0`, { headers: { 'x-api-key': gw.key, 'anthropic-version': '2023-06-01' } })
+    t.equal(bad.status, 400)
+    t.match(await bad.json(), { type: 'error', error: { type: 'invalid_request_error', code: 'REQUEST_INVALID' } }, 'an invalid limit: REQUEST_INVALID in the messages envelope')
   })
 
   t.test('a key restricted to two models lists exactly those two, and is refused the others by id', async (t) => {
