@@ -99,6 +99,8 @@ export function listingCases (t: Test, backend: Backend): void {
     t.match(await anthropic.models.retrieve('claude-sonnet-4'), { type: 'model', id: 'anthropic/claude-sonnet-4', display_name: 'claude-sonnet-4', max_input_tokens: 200000, max_tokens: 64000 }, 'anthropic.models.retrieve(alias), with its limits')
 
     const raw = await fetch(`${gw.url}/v1/models`, { headers: { 'x-api-key': gw.key, 'anthropic-version': '2023-06-01' } })
+    t.equal(raw.headers.get('x-gateway-billed'), 'false', 'X-Gateway-Billed: false')
+    t.match(raw.headers.get('x-request-id'), /^req_[0-9a-f]{32}$/, 'X-Request-ID')
     t.match(await raw.json(), { has_more: false, first_id: 'anthropic/claude-sonnet-4', last_id: 'anthropic/claude-haiku-3.5' }, 'the Anthropic page fields: one page, in catalogue order')
 
     t.equal(gw.mock.calls.length, 0, 'nothing was sent upstream')
