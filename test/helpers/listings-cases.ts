@@ -187,6 +187,19 @@ export function listingCases (t: Test, backend: Backend): void {
     t.not(row.cost, expectedCost(priceOf('openai/gpt-4o'), units), 'which is not another model\'s')
   })
 
+  t.test('an alias of the messages and genai families: the provider receives its upstream model, everything else the catalogue id', async (t) => {
+    gw.mock.reset()
+    const { anthropic, genai } = clients(gw, gw.key)
+    const { response } = await anthropic.messages.create({ model: 'claude-sonnet-4', max_tokens: 16, messages: [{ role: 'user', content: 'hello alias' }] }).withResponse()
+    t.equal(response.headers.get('x-gateway-model'), 'anthropic/claude-sonnet-4')
+    t.equal(gw.mock.calls[0]?.model, 'claude-sonnet-4-20250514', 'the provider receives the upstream_model, not the alias')
+    const row = await settledRow(gw, response.headers.get('x-request-id') ?? '')
+    t.match(row, { requestedModel: 'anthropic/claude-sonnet-4', answeredModel: 'anthropic/claude-sonnet-4', billingStatus: 'BILLED' })
+    const r = await genai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'hello alias' })
+    t.equal(r.sdkHttpResponse?.headers?.['x-gateway-model'], 'genai/gemini-2.5-flash', 'a {model} path segment resolves the genai family\'s alias')
+    t.equal(gw.mock.calls[1]?.path, '/v1beta/models/gemini-2.5-flash:generateContent')
+  })
+
   t.test('a bare name with no alias of the family is not found', async (t) => {
     const { openai } = clients(gw, gw.key)
     const err = await failure(openai.chat.completions.create({ model: 'claude-sonnet-4', messages: [{ role: 'user', content: 'hi' }] }))
