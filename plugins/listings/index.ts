@@ -1,7 +1,8 @@
-// Model listings (`listings:` in gateway.yaml): GET /v1/models, /v1/models/{id} and
+// Model listings (each family's `listings` in gateway.yaml): GET /v1/models, /v1/models/{id} and
 // /genai/v1beta/models answered by the gateway from the catalogue, in the called family's format.
 // The routes run the same admit (key, rate limit) and finish (request log, metrics) as every
 // call; this plugin answers them in place of the upstream, and nothing is held or billed.
+import type { FastifyReply } from 'fastify'
 import type { CachedKey } from '../keys/key-cache.js'
 import { authOf } from '../auth/index.js'
 import { billedHeader, gatewayError } from '../errors/index.js'
@@ -12,7 +13,6 @@ import type { ForwardControl, GatewayPlugin } from '../pipeline/plugin.js'
 import type { CompiledRoutes } from '../routes/compile.js'
 import { listingRoutes, type ListingRoute } from './compile.js'
 import { modelList, oneModel } from './formats.js'
-import type { FastifyReply } from 'fastify'
 
 export { checkListings } from './check.js'
 export { compileListingRoutes } from './compile.js'

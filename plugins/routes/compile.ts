@@ -33,8 +33,8 @@ export interface RoutePlan {
   /** This route's bound on a non-streamed answer's first byte (`answer_timeout_ms`); undefined: the provider's. */
   readonly answerTimeoutMs: number | undefined
   /**
-   * The format of the catalogue listing the gateway answers on this route itself (`listings:`,
-   * plugins/listings); undefined on every declared route (those are forwarded).
+   * The format of the catalogue listing the gateway answers on this route itself (a family's
+   * `listings`, plugins/listings); undefined on every declared route (those are forwarded).
    */
   readonly listing: ListingFormat | undefined
 }
