@@ -240,7 +240,7 @@ t.test('the request path reads the stored statuses at most once per cache lifeti
       model: null,
       requestedModelId: null,
       params: {},
-      plan: { upstream: undefined, modelInPath: false, operation: 'chat.completions', op: { videoParts: false } },
+      plan: { upstream: undefined, namesModel: true, modelInPath: false, family: 'chat', listing: undefined, operation: 'chat.completions', op: { videoParts: false } },
       body: { kind: 'json', json: { model, messages: [{ role: 'user', content: 'hi' }] } }
     } as unknown as RequestContext
     await plugin.resolve?.(ctx, undefined as never)

@@ -3,6 +3,8 @@
 // turns paths into YAML lines. Written to tolerate a config that failed the schema, since
 // the loader still runs it then to report every problem at once.
 import { checkAdmission } from '../admission/check.js'
+import { checkListings } from '../listings/check.js'
+import { checkAliases } from '../models/aliases.js'
 import { checkOperations } from '../operations/check.js'
 import { operationsTable, pricingProblems } from '../pricing/completeness.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
@@ -21,7 +23,9 @@ export function crossCheck (config: GatewayConfig): CrossProblem[] {
     ...checkErrors(config),
     ...checkJobs(config),
     ...checkForwarding(config),
-    ...checkAdmission(config)
+    ...checkAdmission(config),
+    ...checkAliases(config),
+    ...checkListings(config)
   ]
 }
 

@@ -6,6 +6,10 @@
  * Error envelope of this family's answers.
  */
 export type EnvelopeKind = 'chat' | 'messages' | 'genai'
+/**
+ * The answer's format: openai (`{object: list, data: [{id, object: model, created, owned_by}]}`), anthropic (`{data: [{type: model, id, display_name, created_at}], has_more, first_id, last_id}`) or genai (`{models: [{name: models/<id>, displayName, inputTokenLimit, outputTokenLimit, supportedGenerationMethods}]}`). The catalogue holds no release dates: `created` is 0, `created_at` the epoch.
+ */
+export type ListingFormat = 'openai' | 'anthropic' | 'genai'
 export type BodyKind = 'json' | 'multipart' | 'none'
 /**
  * A job role: create, poll or content.
@@ -169,6 +173,41 @@ export interface FamilyConfig {
    * Path prefixes that imply this family for unknown paths (REQUEST_ROUTE_NOT_FOUND envelope).
    */
   prefixes: string[]
+  /**
+   * Other names this family's requests may give a model by (the bare names SDKs and frameworks send, e.g. `gpt-4o-mini`, `claude-sonnet-4`, `gemini-2.5-flash`), each standing for a catalogue id. Resolved before anything else reads the model: the key's allowed models, the price, the limits, the request log and X-Gateway-Model all name the catalogue id; the provider still receives the model's `upstream_model`. `check` refuses an alias that is a catalogue id, that another alias of the family already claims, or that names a model the catalogue does not hold.
+   */
+  aliases?: ModelAliasConfig[]
+  /**
+   * Model listings of this family, answered by the gateway from the catalogue in the family's format (GET /v1/models and the like): the models the calling key may use (published ones its and its account's allowed models name, served by an operation of one of the family's routes), with their context window and output limit where the format has them. Authenticated and rate-limited like every call; nothing is sent upstream, held or billed. Each entry is one GET route.
+   */
+  listings?: ListingConfig[]
+}
+/**
+ * One alias of a family.
+ */
+export interface ModelAliasConfig {
+  /**
+   * The name a request may use (`model` field or `{model}` path segment), matched exactly.
+   */
+  alias: string
+  /**
+   * The catalogue id it stands for.
+   */
+  model: string
+}
+/**
+ * One listing endpoint (GET).
+ */
+export interface ListingConfig {
+  /**
+   * Public path; a path with `{id}` answers one model (a catalogue id, URL-encoded or not, or an alias of the family; refused as a call for it would be: MODEL_NOT_FOUND for an id the catalogue does not publish).
+   */
+  path: string
+  format: ListingFormat
+  /**
+   * Serve this listing, instead of the listing or GET route of the same path without `when_header`, to requests that carry this header (lower case): how two families that share a path are told apart (`anthropic-version` on GET /v1/models, which the Anthropic SDK always sends and the OpenAI SDK never does).
+   */
+  when_header?: string
 }
 /**
  * Which request headers carry the API key and which headers never go upstream.

@@ -9,6 +9,7 @@ import type { GatewayConfig } from '../config/types.js'
 import { createJobs, jobsPlugin } from '../jobs/index.js'
 import { accessLogPlugin } from '../access-log/index.js'
 import { limitsPlugin } from '../limits/index.js'
+import { listingsPlugin } from '../listings/index.js'
 import { passthrough } from '../metering/index.js'
 import { metricsPlugin, type GatewayMetrics } from '../metrics/index.js'
 import { idempotencyPlugin } from '../idempotency/index.js'
@@ -131,6 +132,8 @@ export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
     // Before the wallet: a duplicate is refused before it holds anything.
     idempotency,
     walletPlugin({ wallet, models, clock, config: config.wallet, limits: config.limits, log: parts.log, keeper }),
+    // Answers the listing routes itself, in place of the upstream (nothing held, nothing sent).
+    listingsPlugin({ routes: plan.routes, models }),
     upstreamPlugin({
       plan,
       models,

@@ -14,7 +14,8 @@ import { compileJobRoutes, type JobRoutes } from '../jobs/job-routes.js'
 import { compilePolicies, type Policies } from '../limits/policy.js'
 import { compileModelTable, type ModelTable } from '../models/catalogue.js'
 import { compileOperations, type CompiledOperations } from '../operations/compile.js'
-import { compileRoutes, type CompiledRoutes } from '../routes/compile.js'
+import { compileListingRoutes } from '../listings/compile.js'
+import { compileRoutes, withAddedRoutes, type CompiledRoutes } from '../routes/compile.js'
 import { bodyOptionsOf, type BodyOptions } from '../request/body.js'
 import { compileUpstreamPlan, type UpstreamPlan } from '../upstream/providers.js'
 
@@ -24,7 +25,7 @@ export interface PlanSlices {
   readonly operations: CompiledOperations
   /** The error catalogue, ready to render in each family's envelope. */
   readonly catalogue: Catalogue
-  /** One plan per declared route, the Fastify routes they are served at, the envelope of a path. */
+  /** One plan per declared route and per listing, the Fastify routes they are served at, the envelope of a path. */
   readonly routes: CompiledRoutes
   /** The body parsers' limits per Fastify route (request concern). */
   readonly bodies: BodyOptions
@@ -59,7 +60,8 @@ type PlanStep = { [K in keyof PlanSlices]: { readonly slice: K, compile (config:
 export const PLAN_STEPS: readonly PlanStep[] = Object.freeze([
   { slice: 'operations', compile: (config) => compileOperations(config) },
   { slice: 'catalogue', compile: (config) => compileCatalogue(config.errors, config.server) },
-  { slice: 'routes', compile: (config, earlier) => compileRoutes(config, earlier('operations')) },
+  // The declared routes, and the listings served beside them (answered by the gateway itself).
+  { slice: 'routes', compile: (config, earlier) => withAddedRoutes(compileRoutes(config, earlier('operations')), compileListingRoutes(config)) },
   { slice: 'bodies', compile: (config, earlier) => bodyOptionsOf(config.server, earlier('routes')) },
   { slice: 'models', compile: (config) => compileModelTable(config) },
   { slice: 'upstream', compile: (config) => compileUpstreamPlan(config) },

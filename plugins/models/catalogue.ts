@@ -4,6 +4,7 @@ import { compilePrice, type CompiledPrice } from '../pricing/compile.js'
 import { operationsTable, pricingProblems } from '../pricing/completeness.js'
 import { MAX_IMAGES } from '../pricing/worst-case.js'
 import type { BodyRules } from '../request/body-rules.js'
+import { compileAliases } from './aliases.js'
 
 export interface CompiledModel {
   readonly id: string
@@ -34,6 +35,11 @@ export interface ModelTable {
   /** A completely priced model, whatever its status; a draft priced incompletely is in no catalogue. */
   get (id: string): CompiledModel | undefined
   list (): readonly CompiledModel[]
+  /**
+   * The catalogue id a request of `family` means by `id`: the model an alias of that family
+   * stands for (`model_aliases`), else `id` itself.
+   */
+  canonicalId (family: string, id: string): string
 }
 
 /** The models as requests meet them: the plan's table with the admin API's stored statuses over it. */
@@ -101,7 +107,12 @@ export function compileModelTable (config: GatewayConfig): ModelTable {
     }))
   })
   const all = Object.freeze([...byId.values()])
-  return Object.freeze({ get: (id: string) => byId.get(id), list: () => all })
+  const aliases = compileAliases(config)
+  return Object.freeze({
+    get: (id: string) => byId.get(id),
+    list: () => all,
+    canonicalId: (family: string, id: string) => aliases.get(family)?.get(id) ?? id
+  })
 }
 
 /**
@@ -114,6 +125,7 @@ export function modelCatalogue (table: ModelTable): ModelCatalogue {
   return {
     get: table.get,
     list: table.list,
+    canonicalId: table.canonicalId,
     statusOf (id) {
       const model = table.get(id)
       return model === undefined ? undefined : statusOf(model)

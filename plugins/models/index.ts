@@ -44,7 +44,8 @@ export function modelsPlugin (models: ModelCatalogue, statuses?: ModelStatusStor
       checkInput(ctx)
       return
     }
-    const id = idOf(ctx)
+    // An alias of the route's family is the catalogue id from here on: access, price, limits, log.
+    const id = models.canonicalId(ctx.plan.family, idOf(ctx))
     ctx.requestedModelId = id
     const fresh = cache?.read('all')
     if (fresh instanceof Promise) return fresh.then(() => { resolveModel(ctx, id) })
@@ -52,13 +53,22 @@ export function modelsPlugin (models: ModelCatalogue, statuses?: ModelStatusStor
   }
   const fromPath = resolver((ctx) => modelFromPath(ctx.params.model ?? ''))
   const fromBody = resolver((ctx) => modelFromBody(ctx.body))
+  /** A listing names no model but shows the statuses: they are read as fresh as a request's. */
+  const statusesRead = (): Promise<void> | undefined => {
+    const fresh = cache?.read('all')
+    return fresh instanceof Promise ? fresh.then(() => undefined) : undefined
+  }
   return {
     name: 'models',
     resolve (ctx) {
+      if (ctx.plan.listing !== undefined) return statusesRead()
       if (ctx.plan.upstream && !ctx.plan.modelInPath) return // job polls name no model
       return ctx.plan.modelInPath ? fromPath(ctx) : fromBody(ctx)
     },
     // Where the model id is read from is the route's: a job poll or download names none.
-    forRoute: (route) => route.namesModel ? { resolve: route.modelInPath ? fromPath : fromBody } : {}
+    forRoute: (route) => {
+      if (route.listing !== undefined) return { resolve: statusesRead }
+      return route.namesModel ? { resolve: route.modelInPath ? fromPath : fromBody } : {}
+    }
   }
 }

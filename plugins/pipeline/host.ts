@@ -302,7 +302,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     try {
       await runPhase(ctx.chain.resolve, ctx, req)
       await runPhase(ctx.chain.charge, ctx, req)
-      await phases.forward(ctx, req, reply, control)
+      await ctx.chain.forward(ctx, req, reply, control)
     } catch (err) {
       refusal(ctx, err)
       if (!reply.raw.destroyed) sendError(req, reply, err)
@@ -331,12 +331,21 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     if (spec.kind === 'plain') {
       const plan = spec.plan
       const chain = chainOf(plan)
+      // Two families on one path: the first variant whose header the request carries.
+      const variants = (spec.variants ?? []).map((v) => ({ header: v.header, plan: v.plan, chain: chainOf(v.plan) }))
       app.route({
         method: spec.method,
         url: spec.url,
         onRequest: async (req) => {
           const p = req.params as { id?: string }
-          await admit(req, plan, chain, p.id === undefined ? {} : { id: p.id })
+          const params = p.id === undefined ? {} : { id: p.id }
+          for (const v of variants) {
+            if (req.headers[v.header] !== undefined) {
+              await admit(req, v.plan, v.chain, params)
+              return
+            }
+          }
+          await admit(req, plan, chain, params)
         },
         onRequestAbort,
         handler: handle

@@ -33,6 +33,11 @@ export interface PluginHooks {
   finish?: (ctx: RequestContext, outcome: Outcome) => void
   /** The billing status this plugin's settle will give an outcome; the first plugin that answers decides. */
   billingStatus?: (ctx: RequestContext, outcome: Outcome) => BillingStatus | undefined
+  /**
+   * forward: only the one forwarding plugin has it as its own hook; another plugin may return it
+   * from `forRoute` for a route it answers itself (a catalogue listing), in place of that one.
+   */
+  forward?: (ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl) => Promise<void>
 }
 
 /**
@@ -46,7 +51,8 @@ export interface PluginHooks {
  * resolve  after the body: model, catalogue, capabilities, parameters, access. Runs again for
  *          every fallback model (`ctx.model` is then the fallback).
  * charge   wallet hold, quotas and caps; runs again for every fallback.
- * forward  exactly one plugin: sends upstream, relays, tries fallbacks via `control.retarget`.
+ * forward  exactly one plugin: sends upstream, relays, tries fallbacks via `control.retarget`
+ *          (a route a plugin answers itself, such as a listing: that plugin, via forRoute).
  * settle   after the answer ended (or was refused): meter → cost → post / release. Once per
  *          request; a failing hook is logged and the next ones still run.
  * finish   after settle: request log, lease release, metrics. Must not throw.
@@ -59,7 +65,6 @@ export interface GatewayPlugin extends PluginHooks {
   readonly name: string
   /** Registers what the plugin needs on the gateway's Fastify instance (content-type parsers, decorators). */
   setup?: (app: FastifyInstance) => void
-  forward?: (ctx: RequestContext, req: FastifyRequest, reply: FastifyReply, control: ForwardControl) => Promise<void>
   /**
    * The hooks this plugin runs on `route`, chosen (and specialised) once from what the route
    * declares, so that no hook asks again per request whether it applies; {} when none does.
@@ -80,12 +85,13 @@ export interface RouteChain {
   readonly settle: ReadonlyArray<Hook<'settle'>>
   readonly finish: ReadonlyArray<Hook<'finish'>>
   readonly billingStatus: ReadonlyArray<Hook<'billingStatus'>>
+  /** Who answers the route: the forwarding plugin, or the one plugin whose forRoute answers it itself. */
+  readonly forward: Hook<'forward'>
 }
 
 /** The plugins' hooks per phase, in plugin order (every plugin's own hooks); built once at registration. */
 export interface PhasePlan extends RouteChain {
   readonly plugins: readonly GatewayPlugin[]
-  readonly forward: Hook<'forward'>
 }
 
 const CHAIN_PHASES = ['admit', 'resolve', 'charge', 'settle', 'finish', 'billingStatus'] as const
@@ -134,7 +140,12 @@ export function routeChain (phases: PhasePlan, route: RoutePlan): RouteChain {
   const of = (p: GatewayPlugin): PluginHooks => chosen.get(p) ?? p
   const chain: Record<typeof CHAIN_PHASES[number], readonly unknown[]> = { admit: [], resolve: [], charge: [], settle: [], finish: [], billingStatus: [] }
   for (const phase of CHAIN_PHASES) chain[phase] = Object.freeze(hooks(phases.plugins, phase, of))
-  return Object.freeze(chain as unknown as RouteChain)
+  // A route a plugin answers itself: its forRoute returned a forward that is not its own hook.
+  const answerers = phases.plugins.filter((p) => p.forRoute !== undefined && p.forward === undefined && typeof of(p).forward === 'function')
+  if (answerers.length > 1) throw new Error(`route ${route.id} is answered by ${answerers.map((p) => p.name).join(' and ')}; one plugin may answer a route`)
+  const answerer = answerers[0]
+  const forward = answerer === undefined ? phases.forward : hooks([answerer], 'forward', of)[0] ?? phases.forward
+  return Object.freeze({ ...chain, forward } as unknown as RouteChain)
 }
 
 /** Runs one phase's hooks in order; a synchronous hook costs no promise. */

@@ -1,4 +1,4 @@
-import type { BodyKind, EnvelopeKind, GatewayConfig, RouteConfig } from '../config/types.js'
+import type { BodyKind, EnvelopeKind, GatewayConfig, ListingFormat, RouteConfig } from '../config/types.js'
 import { compileOperations, type CompiledOperation, type CompiledOperations } from '../operations/compile.js'
 
 export interface RoutePlan {
@@ -32,11 +32,25 @@ export interface RoutePlan {
   readonly firstByteTimeoutMs: number | undefined
   /** This route's bound on a non-streamed answer's first byte (`answer_timeout_ms`); undefined: the provider's. */
   readonly answerTimeoutMs: number | undefined
+  /**
+   * The format of the catalogue listing the gateway answers on this route itself (a family's
+   * `listings`, plugins/listings); undefined on every declared route (those are forwarded).
+   */
+  readonly listing: ListingFormat | undefined
 }
 
-/** One Fastify route: either a plain path with one plan, or a wildcard that dispatches on the rest of the URL. */
+/** A plan served instead of a plain route's own to requests that carry `header` (two families on one path). */
+export interface HeaderVariant {
+  readonly header: string
+  readonly plan: RoutePlan
+}
+
+/**
+ * One Fastify route: either a plain path with one plan (or, with `variants`, the first variant
+ * whose header the request carries), or a wildcard that dispatches on the rest of the URL.
+ */
 export type FastifyRouteSpec =
-  | { kind: 'plain', method: RouteConfig['method'], url: string, plan: RoutePlan }
+  | { kind: 'plain', method: RouteConfig['method'], url: string, plan: RoutePlan, variants?: readonly HeaderVariant[] }
   | { kind: 'model-wildcard', method: RouteConfig['method'], url: string, prefix: string, matchers: readonly ModelMatcher[] }
 
 export interface ModelMatcher {
@@ -57,7 +71,7 @@ function escapeRegExp (s: string): string {
 }
 
 /** `{id}` → `:id`; a literal `:` is escaped as `::` for find-my-way. */
-function toFastifyPath (template: string): string {
+export function toFastifyPath (template: string): string {
   return template.replace(/:/g, '::').replace(/\{([a-z_]+)\}/g, ':$1')
 }
 
@@ -90,7 +104,8 @@ export function compileRoutes (config: GatewayConfig, operations: CompiledOperat
       bodyLimitBytes: r.body_limit_bytes,
       deferredParams: Object.freeze([...(r.deferred_params ?? [])]),
       firstByteTimeoutMs: r.first_byte_timeout_ms,
-      answerTimeoutMs: r.answer_timeout_ms
+      answerTimeoutMs: r.answer_timeout_ms,
+      listing: undefined
     })
     plans.push(plan)
     for (const path of [r.path, ...(r.aliases ?? [])]) {
@@ -128,5 +143,46 @@ export function compileRoutes (config: GatewayConfig, operations: CompiledOperat
       for (const p of prefixes) if (path.startsWith(p.prefix)) return p.envelope
       return fallbackEnvelope
     }
+  }
+}
+
+/** A route compiled apart from `routes:` (a listing), to be served beside the declared ones. */
+export interface AddedRoute {
+  readonly plan: RoutePlan
+  /** Served instead of the plain route of the same method and path to requests carrying this header. */
+  readonly whenHeader?: string | undefined
+}
+
+/**
+ * The routes with `added` served beside them (plain paths, no `{model}`), their plans appended.
+ * A route with `whenHeader` becomes a variant of the plain route of its method and path (which
+ * must exist, declared or added); two plain routes on one method and path are refused (check
+ * reports both with their positions first).
+ */
+export function withAddedRoutes (routes: CompiledRoutes, added: readonly AddedRoute[]): CompiledRoutes {
+  if (added.length === 0) return routes
+  type Plain = Extract<FastifyRouteSpec, { kind: 'plain' }>
+  const specs: FastifyRouteSpec[] = [...routes.fastifyRoutes]
+  const plainAt = new Map<string, number>()
+  specs.forEach((s, i) => { if (s.kind === 'plain') plainAt.set(`${s.method} ${s.url}`, i) })
+  const ordered = [...added.filter((a) => a.whenHeader === undefined), ...added.filter((a) => a.whenHeader !== undefined)]
+  for (const { plan, whenHeader } of ordered) {
+    const url = toFastifyPath(plan.path)
+    const key = `${plan.method} ${url}`
+    const at = plainAt.get(key)
+    if (whenHeader === undefined) {
+      if (at !== undefined) throw new Error(`route ${key} is declared twice`)
+      plainAt.set(key, specs.length)
+      specs.push({ kind: 'plain', method: plan.method, url, plan })
+      continue
+    }
+    const base = at === undefined ? undefined : specs[at] as Plain | undefined
+    if (at === undefined || base === undefined) throw new Error(`route ${key} (when ${whenHeader}) has no route without a header to stand beside`)
+    specs[at] = { ...base, variants: Object.freeze([...(base.variants ?? []), Object.freeze({ header: whenHeader, plan })]) }
+  }
+  return {
+    plans: Object.freeze([...routes.plans, ...added.map((a) => a.plan)]),
+    fastifyRoutes: Object.freeze(specs),
+    envelopeForPath: routes.envelopeForPath
   }
 }
