@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify from 'fastify'
 import t from 'tap'
 import { loadConfig } from '../plugins/config/index.js'
 import { gatewayPlugins, openServices } from '../plugins/gateway/index.js'
@@ -15,11 +15,10 @@ import { routeChain, planPhases } from '../plugins/pipeline/plugin.js'
 import { openUpstreams } from '../plugins/upstream/index.js'
 import { TEST_SECRET } from './helpers/store.js'
 import type { Outcome } from '../plugins/pipeline/context.js'
-import { pipelineHost } from '../plugins/pipeline/host.js'
 import { PHASES, type GatewayPlugin, type PluginHooks } from '../plugins/pipeline/plugin.js'
-import { requestPlugin } from '../plugins/request/index.js'
 import type { RoutePlan } from '../plugins/routes/compile.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
+import { hostOf, logged } from './helpers/pipeline.js'
 
 const { config } = loadConfig(REPO_CONFIG, mockEnv('http://127.0.0.1:9'))
 const plan = compilePlan(config)
@@ -61,42 +60,31 @@ function answerer (name: string, log: string[], only: (route: RoutePlan) => bool
   }
 }
 
-async function host (plugins: GatewayPlugin[]): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false })
-  await app.register(pipelineHost, { plan, plugins: [requestPlugin(plan.bodies), ...plugins] })
-  await app.ready()
-  return app
-}
-
-async function finished (log: string[]): Promise<void> {
-  for (let i = 0; i < 200 && !log.includes('finish'); i++) await new Promise((resolve) => setTimeout(resolve, 5))
-}
-
 const isListing = (route: RoutePlan): boolean => route.listing !== undefined
 
 t.test('a plugin that answers a route replaces the forwarder there only, between the same phases', async (t) => {
   const log: string[] = []
-  const app = await host([recorder(log), answerer('listings', log, isListing), forwarder(log)])
+  const app = await hostOf(plan, [recorder(log), answerer('listings', log, isListing), forwarder(log)])
   t.teardown(() => app.close())
 
   const listed = await app.inject({ method: 'GET', url: '/v1/models' })
   t.same(listed.json(), { by: 'listings', route: 'GET /v1/models', envelope: 'chat' })
-  await finished(log)
+  await logged(log, 'finish')
   t.same(log.splice(0), ['admit GET /v1/models', 'listings', 'settle', 'finish'], 'admit, the answerer, settle and finish')
 
   const anthropic = await app.inject({ method: 'GET', url: '/v1/models', headers: { 'anthropic-version': '2023-06-01' } })
   t.same(anthropic.json(), { by: 'listings', route: 'GET /v1/models (anthropic-version)', envelope: 'messages' }, 'the header picks the messages family\'s plan on the shared path')
-  await finished(log)
+  await logged(log, 'finish')
   log.splice(0)
 
   const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'openai/gpt-4o', messages: [] } })
   t.same(chat.json(), { by: 'forwarder' })
-  await finished(log)
+  await logged(log, 'finish')
   t.same(log.splice(0), ['admit POST /v1/chat/completions', 'forwarder', 'settle', 'finish'], 'every other route: the forwarder')
 })
 
 t.test('two plugins answering one route are refused when the routes are registered', async (t) => {
-  await t.rejects(host([answerer('one', [], isListing), answerer('two', [], isListing), forwarder([])]), /route GET \/v1\/models is answered by one and two; one plugin may answer a route/)
+  await t.rejects(hostOf(plan, [answerer('one', [], isListing), answerer('two', [], isListing), forwarder([])]), /route GET \/v1\/models is answered by one and two; one plugin may answer a route/)
 })
 
 t.test('the composition root: a listing runs admit (key, rate limit), a read of the model statuses, settle and finish; the listings plugin answers it', async (t) => {

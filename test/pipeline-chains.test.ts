@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify from 'fastify'
 import t from 'tap'
 import { loadConfig } from '../plugins/config/index.js'
 import { gatewayError } from '../plugins/errors/index.js'
@@ -13,12 +13,11 @@ import { GatewayMetrics } from '../plugins/metrics/index.js'
 import { compilePlan } from '../plugins/gateway/plan.js'
 import { modelCatalogue } from '../plugins/models/index.js'
 import type { Outcome } from '../plugins/pipeline/context.js'
-import { pipelineHost } from '../plugins/pipeline/host.js'
 import { PHASES, type GatewayPlugin, type PluginHooks } from '../plugins/pipeline/plugin.js'
-import { requestPlugin } from '../plugins/request/index.js'
 import type { RoutePlan } from '../plugins/routes/compile.js'
 import { openUpstreams } from '../plugins/upstream/index.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
+import { hostOf, logged } from './helpers/pipeline.js'
 import { TEST_SECRET } from './helpers/store.js'
 
 const { config } = loadConfig(REPO_CONFIG, mockEnv('http://127.0.0.1:9'))
@@ -70,24 +69,13 @@ function answering (log: string[]): GatewayPlugin {
   }
 }
 
-async function host (plugins: GatewayPlugin[]): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false })
-  await app.register(pipelineHost, { plan, plugins: [requestPlugin(plan.bodies), ...plugins] })
-  await app.ready()
-  return app
-}
-
-async function finished (log: string[], entry: string): Promise<void> {
-  for (let i = 0; i < 200 && !log.includes(entry); i++) await new Promise((resolve) => setTimeout(resolve, 5))
-}
-
 const chat = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }] }
 const isChat = (r: RoutePlan): boolean => r.operation === 'chat.completions'
 
 t.test('a plugin runs its hooks only on the routes its forRoute chose, in phase and list order among the others', async (t) => {
   const log: string[] = []
   const asked: RoutePlan[] = []
-  const app = await host([recorder('a', log), routed('chat-only', log, isChat, asked), recorder('b', log), answering(log)])
+  const app = await hostOf(plan, [recorder('a', log), routed('chat-only', log, isChat, asked), recorder('b', log), answering(log)])
   t.teardown(() => app.close())
 
   t.equal(new Set(asked).size, asked.length, 'forRoute was asked once per route plan')
@@ -95,7 +83,7 @@ t.test('a plugin runs its hooks only on the routes its forRoute chose, in phase 
 
   const chatAnswer = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: chat })
   t.equal(chatAnswer.statusCode, 200)
-  await finished(log, 'b:finish')
+  await logged(log, 'b:finish')
   t.same(log.splice(0), [
     'a:admit', 'chat-only:admit', 'b:admit',
     'a:resolve', 'chat-only:resolve', 'b:resolve',
@@ -107,7 +95,7 @@ t.test('a plugin runs its hooks only on the routes its forRoute chose, in phase 
 
   const messages = await app.inject({ method: 'POST', url: '/v1/messages', payload: { ...chat, max_tokens: 10 } })
   t.equal(messages.statusCode, 200)
-  await finished(log, 'b:finish')
+  await logged(log, 'b:finish')
   t.same(log.splice(0), [
     'a:admit', 'b:admit', 'a:resolve', 'b:resolve', 'a:charge', 'b:charge', 'forward', 'a:settle', 'b:settle', 'a:finish', 'b:finish'
   ], 'on another route: none of its hooks')
@@ -116,11 +104,11 @@ t.test('a plugin runs its hooks only on the routes its forRoute chose, in phase 
 
 t.test('a refusal by a routed hook skips the later phases but settle and finish, of that route\'s chain', async (t) => {
   const log: string[] = []
-  const app = await host([recorder('a', log), routed('chat-only', log, isChat, [], 'resolve'), recorder('b', log), answering(log)])
+  const app = await hostOf(plan, [recorder('a', log), routed('chat-only', log, isChat, [], 'resolve'), recorder('b', log), answering(log)])
   t.teardown(() => app.close())
   const res = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: chat })
   t.equal(res.statusCode, 403)
-  await finished(log, 'b:finish')
+  await logged(log, 'b:finish')
   t.same(log, [
     'a:admit', 'chat-only:admit', 'b:admit',
     'a:resolve', 'chat-only:resolve',
