@@ -2,23 +2,15 @@
 // one forwarding plugin on that route only, after the same admit, resolve and charge and before
 // the same settle and finish; two plugins answering one route are refused when the routes are
 // registered. A path two families share is served to each by the header that tells them apart.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import Fastify from 'fastify'
 import t from 'tap'
 import { loadConfig } from '../plugins/config/index.js'
-import { gatewayPlugins, openServices } from '../plugins/gateway/index.js'
 import { compilePlan } from '../plugins/gateway/plan.js'
-import { modelCatalogue } from '../plugins/models/index.js'
 import { routeChain, planPhases } from '../plugins/pipeline/plugin.js'
-import { openUpstreams } from '../plugins/upstream/index.js'
-import { TEST_SECRET } from './helpers/store.js'
 import type { Outcome } from '../plugins/pipeline/context.js'
-import { PHASES, type GatewayPlugin, type PluginHooks } from '../plugins/pipeline/plugin.js'
+import { PHASES, type GatewayPlugin } from '../plugins/pipeline/plugin.js'
 import type { RoutePlan } from '../plugins/routes/compile.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
-import { hostOf, logged } from './helpers/pipeline.js'
+import { chainNames, hostOf, logged, rootPlugins } from './helpers/pipeline.js'
 
 const { config } = loadConfig(REPO_CONFIG, mockEnv('http://127.0.0.1:9'))
 const plan = compilePlan(config)
@@ -88,20 +80,8 @@ t.test('two plugins answering one route are refused when the routes are register
 })
 
 t.test('the composition root: a listing runs admit (key, rate limit), a read of the model statuses, settle and finish; the listings plugin answers it', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-answerer-'))
-  const services = await openServices({ dataDir: dir, secret: TEST_SECRET, defaultTier: config.limits.default_tier })
-  const upstreams = openUpstreams(plan.upstream)
-  t.teardown(async () => {
-    await upstreams.close()
-    await services.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
-  const plugins = gatewayPlugins({ plan, services, models: modelCatalogue(plan.models), upstreams, log: Fastify({ logger: false }).log })
-  t.teardown(async () => { for (const p of [...plugins].reverse()) await p.close?.() })
-  const names = (route: RoutePlan, phase: typeof PHASES[number]): string[] => plugins.filter((p) => {
-    const hooks: PluginHooks = p.forRoute === undefined ? p : p.forRoute(route)
-    return typeof hooks[phase] === 'function'
-  }).map((p) => p.name)
+  const plugins = await rootPlugins(t, plan)
+  const names = (route: RoutePlan, phase: typeof PHASES[number]): string[] => chainNames(plugins, route, phase)
   const listings = plan.routes.plans.filter((r) => r.listing !== undefined)
   t.same(listings.map((r) => r.id), ['GET /v1/models', 'GET /v1/models/{id}', 'GET /v1/models (anthropic-version)', 'GET /v1/models/{id} (anthropic-version)', 'GET /genai/v1beta/models'], 'the shipped listings')
   const chat = plan.routes.plans.find((r) => r.id === 'POST /v1/chat/completions')

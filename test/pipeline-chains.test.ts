@@ -1,24 +1,16 @@
 // One chain per route: the host asks each plugin's forRoute once per route plan which of its
 // hooks apply there, and a request runs only those, still in phase order and plugin order. The
 // composition root's plugins leave out of a route what its configuration says cannot apply.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import Fastify from 'fastify'
 import t from 'tap'
 import { loadConfig } from '../plugins/config/index.js'
 import { gatewayError } from '../plugins/errors/index.js'
-import { gatewayPlugins, openServices } from '../plugins/gateway/index.js'
 import { GatewayMetrics } from '../plugins/metrics/index.js'
 import { compilePlan } from '../plugins/gateway/plan.js'
-import { modelCatalogue } from '../plugins/models/index.js'
 import type { Outcome } from '../plugins/pipeline/context.js'
-import { PHASES, type GatewayPlugin, type PluginHooks } from '../plugins/pipeline/plugin.js'
+import type { GatewayPlugin, PluginHooks } from '../plugins/pipeline/plugin.js'
 import type { RoutePlan } from '../plugins/routes/compile.js'
-import { openUpstreams } from '../plugins/upstream/index.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
-import { hostOf, logged } from './helpers/pipeline.js'
-import { TEST_SECRET } from './helpers/store.js'
+import { chainNames, hostOf, logged, rootPlugins } from './helpers/pipeline.js'
 
 const { config } = loadConfig(REPO_CONFIG, mockEnv('http://127.0.0.1:9'))
 const plan = compilePlan(config)
@@ -117,26 +109,8 @@ t.test('a refusal by a routed hook skips the later phases but settle and finish,
   ])
 })
 
-/** The plugin names whose `phase` hook a route's chain runs (as the host builds it: forRoute, else the plugin's own hooks). */
-function chainNames (plugins: readonly GatewayPlugin[], route: RoutePlan, phase: typeof PHASES[number]): string[] {
-  return plugins.filter((p) => {
-    const hooks: Partial<GatewayPlugin> = p.forRoute === undefined ? p : p.forRoute(route)
-    return typeof hooks[phase] === 'function'
-  }).map((p) => p.name)
-}
-
 t.test('the composition root: each route\'s chain leaves out what its configuration rules out', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-chains-'))
-  const services = await openServices({ dataDir: dir, secret: TEST_SECRET, defaultTier: config.limits.default_tier })
-  const upstreams = openUpstreams(plan.upstream)
-  t.teardown(async () => {
-    await upstreams.close()
-    await services.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
-  const metrics = new GatewayMetrics({ defaultMetrics: false })
-  const plugins = gatewayPlugins({ plan, services, models: modelCatalogue(plan.models), upstreams, metrics, log: Fastify({ logger: false }).log })
-  t.teardown(async () => { for (const p of [...plugins].reverse()) await p.close?.() })
+  const plugins = await rootPlugins(t, plan, { metrics: new GatewayMetrics({ defaultMetrics: false }) })
   const route = (id: string): RoutePlan => {
     const found = plan.routes.plans.find((r) => r.id === id)
     if (found === undefined) throw new Error(`no route ${id}`)
