@@ -73,7 +73,8 @@ export function createJobs (deps: JobsDeps): Jobs {
     ...settleDeps,
     firstCheckMs: config.jobs.watcher.first_check_ms,
     ...(deps.ids ? { ids: deps.ids } : {}),
-    ...(deps.onCreated ? { onCreated: deps.onCreated } : {})
+    ...(deps.onCreated ? { onCreated: deps.onCreated } : {}),
+    warn: (fields: { requestId: string, jobId: string, err: unknown }, message: string) => { deps.log.warn(fields, message) }
   }
   const target = (ctx: RequestContext): UpstreamTarget | null => {
     const job = jobOf(ctx)

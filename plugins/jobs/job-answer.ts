@@ -22,13 +22,17 @@ export interface JobAnswerDeps extends SettleJobDeps {
   firstCheckMs: number
   /** See JobsDeps.onCreated. */
   onCreated?: JobCreatedHook
+  /** Told when the created hook failed (the create is answered all the same). */
+  warn?: (fields: { requestId: string, jobId: string, err: unknown }, message: string) => void
 }
 
 /**
  * Called once a job is recorded, before the client sees its id. The hook point of the
  * idempotency concern: it claims `X-Idempotency-Key` before the create is forwarded (a retry
- * never reaches the provider) and can link its record to the job here. A hook that throws fails
- * the create like a store failure: the hold is released and the client gets an error.
+ * never reaches the provider) and can link its record to the job here. A hook that throws is
+ * reported and the create answered all the same: the job is recorded and its provider runs it,
+ * so it keeps the request's hold and is billed when it ends (failing the create would release
+ * the hold of a job that still completes, unbilled).
  */
 export type JobCreatedHook = (ctx: RequestContext, job: NewJob) => void | Promise<void>
 
@@ -94,7 +98,11 @@ async function answerCreate (deps: JobAnswerDeps, input: JobAnswerInput, answer:
   if (!await deps.jobs.create(job)) {
     throw gatewayError('UPSTREAM_ERROR', { detail: 'The provider answered with a job id it had already given to another request.' })
   }
-  await deps.onCreated?.(ctx, job)
+  try {
+    await deps.onCreated?.(ctx, job)
+  } catch (err) {
+    deps.warn?.({ requestId: ctx.requestId, jobId: id, err }, 'a job create\'s created hook failed; the create is answered and the job billed when it ends')
+  }
   const status = observe(kind, answer).status ?? undefined
   send(input, input.status, Buffer.from(JSON.stringify(withGatewayId(kind, answer, id))), true)
   return { usage: units, job: { id, status } }
