@@ -5,6 +5,7 @@ import type { ModelStatusStore } from '../store/model-status.js'
 import { checkCapabilities, checkFileCapabilities } from './capabilities.js'
 import type { ModelCatalogue } from './catalogue.js'
 import { modelFromBody, modelFromPath } from './model-id.js'
+import type { RoutePlan } from '../routes/compile.js'
 
 export { compileModels, compileModelTable, effectiveStatus, modelCatalogue, type CompiledModel, type ModelCatalogue, type ModelTable } from './catalogue.js'
 
@@ -58,17 +59,18 @@ export function modelsPlugin (models: ModelCatalogue, statuses?: ModelStatusStor
     const fresh = cache?.read('all')
     return fresh instanceof Promise ? fresh.then(() => undefined) : undefined
   }
+  /** The route's resolve, decided from its plan: where its model id comes from; a job poll or download names none. */
+  const resolveFor = (route: RoutePlan): ((ctx: RequestContext) => Promise<void> | undefined) | undefined => {
+    if (route.listing !== undefined) return statusesRead
+    if (!route.namesModel) return undefined
+    return route.modelInPath ? fromPath : fromBody
+  }
   return {
     name: 'models',
-    resolve (ctx) {
-      if (ctx.plan.listing !== undefined) return statusesRead()
-      if (ctx.plan.upstream && !ctx.plan.modelInPath) return // job polls name no model
-      return ctx.plan.modelInPath ? fromPath(ctx) : fromBody(ctx)
-    },
-    // Where the model id is read from is the route's: a job poll or download names none.
+    resolve: (ctx) => resolveFor(ctx.plan)?.(ctx),
     forRoute: (route) => {
-      if (route.listing !== undefined) return { resolve: statusesRead }
-      return route.namesModel ? { resolve: route.modelInPath ? fromPath : fromBody } : {}
+      const resolve = resolveFor(route)
+      return resolve === undefined ? {} : { resolve }
     }
   }
 }
