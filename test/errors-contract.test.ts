@@ -7,8 +7,7 @@
 // either produced here or named in `notYetReachable` with the reason.
 import { randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
-import { readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
 import { Anthropic } from '@anthropic-ai/sdk'
 import { ApiError, GoogleGenAI } from '@google/genai'
 import { OpenAI } from 'openai'
@@ -23,7 +22,7 @@ import { modelOf, providerOf, writeTestConfig } from './helpers/test-config.js'
 import { answerOn, openConnection, requestHead, type RawAnswer } from './helpers/raw-http.js'
 import { closedPort, eventually, multipartBody, sseEvents } from './helpers/wire.js'
 import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './helpers/console.js'
-import { repoPath } from './helpers/paths.js'
+import { repoPath, tsSources } from './helpers/paths.js'
 
 /** The assertions these helpers use; both the root `t` and subtests have them. */
 type Assert = Pick<typeof t, 'equal' | 'ok' | 'notOk' | 'match' | 'same' | 'strictSame'>
@@ -1241,15 +1240,6 @@ t.test('what each SDK does with the mid-stream event: error frame', async (t) =>
   })
 })
 
-/** Every `.ts` file under a directory. */
-function sources (dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
-    const p = join(dir, d.name)
-    if (d.isDirectory()) return sources(p)
-    return d.name.endsWith('.ts') ? [p] : []
-  })
-}
-
 t.test('refusals a model declares in the catalogue (plugins/admission): before the hold, in the family envelope', async (t) => {
   const veoUrl = (model: string): string => `${strict.url}/genai/v1beta/models/${encodeURIComponent(model)}:predictLongRunning`
   const image = { bytesBase64Encoded: 'iVBORw0KGgo=', mimeType: 'image/png' }
@@ -1269,7 +1259,7 @@ t.test('parity: the code and the error catalogue', async (t) => {
   const codes = new Set(CATALOGUE.catalogue.map((e) => e.code))
   const pluginsDir = repoPath('plugins')
   const thrown = new Map<string, string>()
-  for (const file of sources(pluginsDir)) {
+  for (const file of tsSources(pluginsDir)) {
     const text = readFileSync(file, 'utf8')
     for (const m of text.matchAll(/gatewayError\(\s*'([A-Z][A-Z0-9_]*)'/g)) if (m[1] !== undefined) thrown.set(m[1], file)
     // Framework failures mapped to codes (errors/to-occurrence.ts).

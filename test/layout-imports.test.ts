@@ -2,23 +2,14 @@
 // test/, so the build and the mounted package never carry test helpers (they live in test/helpers/).
 // And neighbours that meet through an interface do not import each other (upstream and jobs); the
 // folders that still import each other are listed, and the list may only shrink.
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import t from 'tap'
-import { ROOT } from './helpers/paths.js'
+import { ROOT, tsSources } from './helpers/paths.js'
 
 const root = ROOT
 const plugins = join(root, 'plugins')
 const tests = join(root, 'test')
-
-/** Every `.ts` file under a directory. */
-function sources (dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
-    const p = join(dir, d.name)
-    if (d.isDirectory()) return sources(p)
-    return d.name.endsWith('.ts') ? [p] : []
-  })
-}
 
 /** The relative specifiers a module imports or re-exports, static or dynamic. */
 function specifiers (text: string): string[] {
@@ -32,7 +23,7 @@ t.test('the import scan sees static, side-effect and dynamic imports', async (t)
 })
 
 t.test('no module under plugins/ imports from test/', async (t) => {
-  const files = sources(plugins)
+  const files = tsSources(plugins)
   t.ok(files.length > 50, `scanned the production tree (${files.length} files)`)
   for (const file of files) {
     const inTest = specifiers(readFileSync(file, 'utf8')).filter((s) => resolve(file, '..', s).startsWith(tests))
@@ -44,7 +35,7 @@ t.test('the build compiles nothing from test/: its bin scripts import none, the 
   const build = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')) as { exclude?: string[] }
   const excluded = new Set(build.exclude ?? [])
   t.ok(excluded.has('bin/demo.ts'), 'the demo (mock providers from test/fixtures) is not built')
-  const built = sources(join(root, 'bin')).filter((f) => !excluded.has(relative(root, f)))
+  const built = tsSources(join(root, 'bin')).filter((f) => !excluded.has(relative(root, f)))
   t.ok(built.length > 0, 'some bin scripts are built')
   for (const file of built) {
     const inTest = specifiers(readFileSync(file, 'utf8')).filter((s) => resolve(file, '..', s).startsWith(tests))
@@ -53,7 +44,7 @@ t.test('the build compiles nothing from test/: its bin scripts import none, the 
 })
 
 t.test('the store test helpers live in test/helpers/, not in the production tree', async (t) => {
-  t.strictSame(sources(plugins).filter((f) => /testing/.test(relative(plugins, f))).map((f) => relative(root, f)), [])
+  t.strictSame(tsSources(plugins).filter((f) => /testing/.test(relative(plugins, f))).map((f) => relative(root, f)), [])
 })
 
 // Upstream and jobs meet only through the translator interface (plugins/metering/translator.ts)
@@ -62,7 +53,7 @@ t.test('the store test helpers live in test/helpers/, not in the production tree
 t.test('plugins/upstream and plugins/jobs import nothing of each other', async (t) => {
   const pairs: Array<[string, string]> = [['upstream', 'jobs'], ['jobs', 'upstream']]
   for (const [from, to] of pairs) {
-    const files = sources(join(plugins, from))
+    const files = tsSources(join(plugins, from))
     t.ok(files.length > 3, `scanned plugins/${from} (${files.length} files)`)
     const target = join(plugins, to)
     for (const file of files) {
@@ -75,7 +66,7 @@ t.test('plugins/upstream and plugins/jobs import nothing of each other', async (
 /** Folder pairs under plugins/ that import each other (either file of one reaching into the other). */
 function twoWayPairs (): string[] {
   const edges = new Set<string>()
-  for (const file of sources(plugins)) {
+  for (const file of tsSources(plugins)) {
     const from = relative(plugins, file).split('/')[0]
     for (const s of specifiers(readFileSync(file, 'utf8'))) {
       const target = relative(plugins, resolve(file, '..', s))

@@ -2,7 +2,7 @@
 // (plugins/gateway/plan.ts), counted on the diagnostics channel each compile publishes to; the
 // plan is frozen and named by the config's hash; no concern compiles the raw config again.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
@@ -11,7 +11,7 @@ import { openServices } from '../plugins/gateway/index.js'
 import { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage } from '../plugins/gateway/plan.js'
 import { buildServer } from '../plugins/server/server.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
-import { ROOT } from './helpers/paths.js'
+import { ROOT, tsSources } from './helpers/paths.js'
 import { setPrice, startReloadGateway } from './helpers/reload.js'
 import { TEST_SECRET } from './helpers/store.js'
 
@@ -104,15 +104,6 @@ t.test('the plan is frozen, and two compiles of one file have the same hash', as
   t.same(PLAN_STEPS.map((s) => s.slice), ['operations', 'catalogue', 'routes', 'bodies', 'models', 'upstream', 'jobs', 'limits', 'keyHeaders', 'admission'], 'the steps, in the composition root\'s order')
 })
 
-/** Every `.ts` file under a directory. */
-function sources (dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
-    const p = join(dir, d.name)
-    if (d.isDirectory()) return sources(p)
-    return d.name.endsWith('.ts') ? [p] : []
-  })
-}
-
 t.test('no concern compiles the raw config itself: the plan\'s compile steps are called from the plan only', async (t) => {
   // Each step's compile and where else it may be called: the plan's own list, and the helpers
   // for callers that hold a bare config and no plan (documented beside each).
@@ -132,7 +123,7 @@ t.test('no concern compiles the raw config itself: the plan\'s compile steps are
     compilePlan: ['plugins/gateway/plan.ts', 'plugins/gateway/index.ts', 'plugins/server/server.ts', 'plugins/server/reload.ts']
   }
   const calls = new Map<string, Set<string>>()
-  for (const file of sources(join(ROOT, 'plugins'))) {
+  for (const file of tsSources(join(ROOT, 'plugins'))) {
     const text = readFileSync(file, 'utf8')
     for (const name of Object.keys(allowed)) {
       // A call, not the declaration (`function name (`) nor a mention in a comment.

@@ -5,19 +5,10 @@
 // bin/, index.ts) and fails on a module outside plugins/wallet/ and plugins/store/ that calls a
 // ledger write, hands the store's ledger to anything but createWallet, or names the LedgerStore
 // type (a module holding one could write through it).
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import t from 'tap'
-import { ROOT } from './helpers/paths.js'
-
-/** Every `.ts` file under a directory. */
-function sources (dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
-    const p = join(dir, d.name)
-    if (d.isDirectory()) return sources(p)
-    return d.name.endsWith('.ts') ? [p] : []
-  })
-}
+import { ROOT, tsSources } from './helpers/paths.js'
 
 /** The methods of the LedgerStore interface, read from its declaration. */
 function ledgerMethods (): string[] {
@@ -72,7 +63,7 @@ t.test('the scan sees a write, an alias and a type, and lets reads and createWal
 })
 
 t.test('no module outside plugins/wallet/ and plugins/store/ writes the ledger', async (t) => {
-  const files = [...sources(join(ROOT, 'plugins')), ...sources(join(ROOT, 'bin')), join(ROOT, 'index.ts')]
+  const files = [...tsSources(join(ROOT, 'plugins')), ...tsSources(join(ROOT, 'bin')), join(ROOT, 'index.ts')]
     .filter((f) => !/^plugins\/(wallet|store)\//.test(relative(ROOT, f).split('\\').join('/')))
   t.ok(files.length > 100, `scanned the production tree (${files.length} files)`)
   for (const file of files) {
@@ -81,7 +72,7 @@ t.test('no module outside plugins/wallet/ and plugins/store/ writes the ledger',
 })
 
 t.test('jobs end their holds through the wallet: plugins/jobs names no ledger at all', async (t) => {
-  for (const file of sources(join(ROOT, 'plugins/jobs'))) {
+  for (const file of tsSources(join(ROOT, 'plugins/jobs'))) {
     t.notMatch(readFileSync(file, 'utf8'), /\bledger\s*[?:.]|store\/ledger\//, `${relative(ROOT, file)} holds no ledger`)
   }
 })

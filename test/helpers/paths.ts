@@ -3,7 +3,7 @@
 // from source under tsx: a path built from a test's own location (`new URL('../x',
 // import.meta.url)`) points into .test-build/ in the first case, so tests take the repository's
 // files (configs, docs, fixtures, the .ts sources some tests read) from here instead.
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -37,4 +37,13 @@ export const COMPILED = import.meta.url.endsWith('.js')
 export function nodeScript (path: string): string[] {
   if (!COMPILED) return ['--import=tsx', repoPath(path)]
   return [join(HERE, '..', '..', path.replace(/\.ts$/, '.js'))]
+}
+
+/** Every `.ts` file under `dir`, at any depth (the tests that read the sources: layout, plan, wallet, errors). */
+export function tsSources (dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
+    const p = join(dir, d.name)
+    if (d.isDirectory()) return tsSources(p)
+    return d.name.endsWith('.ts') ? [p] : []
+  })
 }
