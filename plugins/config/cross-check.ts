@@ -8,7 +8,7 @@ import { checkAliases } from '../models/aliases.js'
 import { checkOperations } from '../operations/check.js'
 import { operationsTable, pricingProblems } from '../pricing/completeness.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
-import { formatPath, type PathProblem, type PathSegment } from './problem.js'
+import { formatPath, isString, type PathProblem, type PathSegment } from './problem.js'
 
 export type CrossProblem = PathProblem
 
@@ -49,8 +49,6 @@ const list = <T>(value: readonly T[] | undefined): readonly T[] => Array.isArray
 /** Entries that are objects, with their index; a mis-shaped entry is the schema's to report. */
 const entries = <T>(value: readonly T[] | undefined): Array<[T, number]> =>
   list(value).flatMap((item, i): Array<[T, number]> => item !== null && typeof item === 'object' ? [[item, i]] : [])
-
-const isString = (value: unknown): value is string => typeof value === 'string'
 
 const objectOr = (value: unknown): object => value !== null && typeof value === 'object' ? value : {}
 

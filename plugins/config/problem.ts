@@ -11,6 +11,13 @@ export interface PathProblem {
   message: string
 }
 
+// Readers for checks that must tolerate a config that failed the schema (they run then too, so
+// every problem is reported at once): a value is read only when it has the expected shape.
+export const isString = (value: unknown): value is string => typeof value === 'string'
+export const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object'
+/** The value when it is an array, else none. */
+export const listOf = (value: unknown): readonly unknown[] => Array.isArray(value) ? value : []
+
 export interface ConfigProblem {
   /** The file as the caller named it (the root) or joined onto the including file's directory. */
   file: string

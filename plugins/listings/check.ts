@@ -1,12 +1,9 @@
 // Cross-checks of the families' `listings` a schema cannot express: a path is served once per
 // method (beside the declared routes too), and a listing told apart by a header stands beside a
 // route of the same path without it. Pure and tolerant of a config that failed the schema.
-import { formatPath, type PathProblem, type PathSegment } from '../config/problem.js'
+import { formatPath, isObject, isString, listOf, type PathProblem, type PathSegment } from '../config/problem.js'
 import type { GatewayConfig } from '../config/types.js'
 
-const isString = (value: unknown): value is string => typeof value === 'string'
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object'
-const listOf = (value: unknown): readonly unknown[] => Array.isArray(value) ? value : []
 /** Placeholders are normalised: /x/{id} and /x/{model} are the same route to the router. */
 const routeKey = (path: string): string => `GET ${path.replace(/\{(model|id)\}/g, '{}')}`
 

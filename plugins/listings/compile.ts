@@ -6,18 +6,14 @@ import { compileOperation, type CompiledOperation } from '../operations/compile.
 import type { AddedRoute, CompiledRoutes, RoutePlan } from '../routes/compile.js'
 
 /** A listing is answered by the gateway: nothing is metered, held or billed (meter none). */
-const LISTING_OPERATION: CompiledOperation = compileOperation('models.list', {
+const unmetered = (name: string): CompiledOperation => compileOperation(name, {
   meter: { kind: 'none' },
   usage_chunk: false,
   video_parts: true,
   bounds: { max_tokens: [], count: [], count_is_images: false, job_units: [] }
 })
-const RETRIEVE_OPERATION: CompiledOperation = compileOperation('models.get', {
-  meter: { kind: 'none' },
-  usage_chunk: false,
-  video_parts: true,
-  bounds: { max_tokens: [], count: [], count_is_images: false, job_units: [] }
-})
+const LISTING_OPERATION = unmetered('models.list')
+const RETRIEVE_OPERATION = unmetered('models.get')
 
 /** The route plans of every family's `listings`, in the order declared. */
 export function compileListingRoutes (config: Pick<GatewayConfig, 'families'>): AddedRoute[] {

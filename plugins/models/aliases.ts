@@ -1,15 +1,11 @@
 // Model aliases (`families.<name>.aliases`): the bare names SDKs and frameworks send
 // (`gpt-4o-mini`, `claude-sonnet-4`, `gemini-2.5-flash`) resolved to a catalogue id, per family,
 // before anything else reads the model. Compiled into the plan's model table; checked by `check`.
-import type { PathProblem } from '../config/problem.js'
+import { isObject, isString, listOf, type PathProblem } from '../config/problem.js'
 import type { GatewayConfig } from '../config/types.js'
 
 /** family → alias → catalogue id. */
 export type AliasTable = ReadonlyMap<string, ReadonlyMap<string, string>>
-
-const isString = (value: unknown): value is string => typeof value === 'string'
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object'
-const listOf = (value: unknown): readonly unknown[] => Array.isArray(value) ? value : []
 
 /** Pure: each family's aliases (a config that passed check has no collision). */
 export function compileAliases (config: Pick<GatewayConfig, 'families'>): AliasTable {
