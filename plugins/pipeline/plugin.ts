@@ -89,9 +89,11 @@ export interface RouteChain {
   readonly forward: Hook<'forward'>
 }
 
-/** The plugins' hooks per phase, in plugin order (every plugin's own hooks); built once at registration. */
-export interface PhasePlan extends RouteChain {
+/** The plugins, checked once at registration, and the one that forwards: what each route's chain is built from (routeChain). */
+export interface PhasePlan {
   readonly plugins: readonly GatewayPlugin[]
+  /** The forwarding plugin's hook: every route's `forward` but those a plugin answers itself. */
+  readonly forward: Hook<'forward'>
 }
 
 const CHAIN_PHASES = ['admit', 'resolve', 'charge', 'settle', 'finish', 'billingStatus'] as const
@@ -106,7 +108,7 @@ function hooks<K extends keyof GatewayPlugin> (plugins: readonly GatewayPlugin[]
   return out
 }
 
-/** Checks the plugin list (unique names, exactly one forward) and orders its hooks by phase. */
+/** Checks the plugin list (unique names, exactly one forward); each route's chain orders its hooks (routeChain). */
 export function planPhases (plugins: readonly GatewayPlugin[]): PhasePlan {
   const names = new Set<string>()
   for (const p of plugins) {
@@ -118,16 +120,7 @@ export function planPhases (plugins: readonly GatewayPlugin[]): PhasePlan {
   if (forwards.length !== 1 || forwards[0] === undefined) {
     throw new Error(`exactly one gateway plugin must forward; found ${forwarders.length === 0 ? 'none' : forwarders.join(', ')}`)
   }
-  return Object.freeze({
-    plugins: Object.freeze([...plugins]),
-    admit: hooks(plugins, 'admit'),
-    resolve: hooks(plugins, 'resolve'),
-    charge: hooks(plugins, 'charge'),
-    forward: forwards[0],
-    settle: hooks(plugins, 'settle'),
-    finish: hooks(plugins, 'finish'),
-    billingStatus: hooks(plugins, 'billingStatus')
-  })
+  return Object.freeze({ plugins: Object.freeze([...plugins]), forward: forwards[0] })
 }
 
 /**
