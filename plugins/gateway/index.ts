@@ -32,6 +32,7 @@ export type { GatewayPlugin, ForwardControl, PhaseName } from '../pipeline/plugi
 export { gatewayClientErrors, gatewayFrameworkErrors, type PipelineStats } from '../pipeline/host.js'
 export { newRequestId } from '../pipeline/request-id.js'
 export { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
+export { listenFailure, startupLine } from './startup-error.js'
 export { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage, type PlanSlices } from './plan.js'
 
 export interface GatewayOptions {

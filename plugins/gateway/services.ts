@@ -11,7 +11,7 @@ import type { Store } from '../store/types.js'
 
 import { KEY_INVALIDATION_CHANNEL } from '../admin/constants.js'
 import { ServerSecretError } from '../keys/server-secret.js'
-import { StartupError, causeOf, whereOf } from '../server/startup-error.js'
+import { StartupError, causeOf, whereOf } from './startup-error.js'
 
 export interface ServiceEnv {
   /** PostgreSQL when set (many instances), else embedded SQLite under dataDir. */

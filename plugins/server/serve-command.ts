@@ -3,11 +3,10 @@ import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../ad
 import { ConfigError, formatProblem, loadConfig } from '../config/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { metricsConfig } from './server.js'
-import { openServices, serviceEnvFromProcess, type GatewayServices } from '../gateway/index.js'
+import { listenFailure, openServices, serviceEnvFromProcess, startupLine, type GatewayServices } from '../gateway/index.js'
 import type { ReloadAnswer } from '../admin/config-routes.js'
 import { startInstanceRegistry, type InstanceRegistry } from './instances.js'
 import { GatewayHost, type ReloadOutcome } from './reload.js'
-import { listenFailure, startupLine } from './startup-error.js'
 
 export { SERVE_USAGE } from './serve-usage.js'
 
