@@ -4,14 +4,14 @@ import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { Redis } from 'ioredis'
 import t from 'tap'
+import { KeyCache, type CachedKey } from '../plugins/auth/index.js'
 import {
-  KeyCache,
   LocalInvalidationBus,
   RedisInvalidationBus,
   lookupHash,
   parseInvalidationMessage,
 } from '../plugins/keys/index.js'
-import type { CachedKey, InvalidationBus } from '../plugins/keys/index.js'
+import type { InvalidationBus } from '../plugins/keys/index.js'
 import type { Account, ApiKeyRecord, Store } from '../plugins/store/index.js'
 import { ManualClock, TEST_SECRET, pgTestBackend, sqliteTestBackend } from './helpers/store.js'
 

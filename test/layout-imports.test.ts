@@ -96,7 +96,6 @@ t.test('the folders under plugins/ that import each other are exactly the known 
     'config↔models',
     'config↔operations',
     'config↔pricing',
-    'keys↔store',
     'models↔pipeline',
     'operations↔pricing',
     'pipeline↔request'

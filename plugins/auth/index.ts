@@ -2,12 +2,15 @@ import { gatewayError } from '../errors/index.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { hasValidChecksum, keyKind } from '../keys/key-format.js'
-import type { CachedKey, KeyCache } from '../keys/key-cache.js'
+import type { CachedKey, KeyCache } from './key-cache.js'
 import type { Clock } from '../store/clock.js'
 import type { Store } from '../store/types.js'
 import { extractKey, type KeyHeaderRules } from './key-headers.js'
 
 export { compileKeyHeaders, type KeyHeaderRules } from './key-headers.js'
+export { DEFAULT_KEY_CACHE_MAX, DEFAULT_KEY_CACHE_TTL_MS, KeyCache } from './key-cache.js'
+export type { CachedKey, KeyCacheOptions } from './key-cache.js'
+export { watchKeyChanges, type KeyChangeWatcher } from './change-watcher.js'
 
 declare module '../pipeline/context.js' {
   interface RequestState {

@@ -1,6 +1,5 @@
 import { Redis } from 'ioredis'
-import { KeyCache } from '../keys/key-cache.js'
-import { watchKeyChanges, type KeyChangeWatcher } from '../keys/change-watcher.js'
+import { KeyCache, watchKeyChanges, type KeyChangeWatcher } from '../auth/index.js'
 import { createKeyChangeFeed } from '../store/key-changes.js'
 import { LocalInvalidationBus, type InvalidationBus } from '../keys/invalidation-bus.js'
 import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'

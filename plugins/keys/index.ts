@@ -1,4 +1,5 @@
-// API key material, server secret, key cache and invalidation buses.
+// API key material, server secret and invalidation buses: a leaf the store imports (the key
+// cache, which reads the store, is auth's: plugins/auth/key-cache.ts).
 export {
   DISPLAY_PREFIX_LENGTH,
   KEY_LENGTH,
@@ -18,5 +19,3 @@ export { LocalInvalidationBus, parseInvalidationMessage } from './invalidation-b
 export type { InvalidationBus, InvalidationHandler, InvalidationMessage } from './invalidation-bus.js'
 export { RedisInvalidationBus } from './redis-invalidation-bus.js'
 export type { RedisInvalidationBusOptions } from './redis-invalidation-bus.js'
-export { DEFAULT_KEY_CACHE_MAX, DEFAULT_KEY_CACHE_TTL_MS, KeyCache } from './key-cache.js'
-export type { CachedKey, KeyCacheOptions } from './key-cache.js'

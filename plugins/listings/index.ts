@@ -3,7 +3,7 @@
 // The routes run the same admit (key, rate limit) and finish (request log, metrics) as every
 // call; this plugin answers them in place of the upstream, and nothing is held or billed.
 import type { FastifyReply } from 'fastify'
-import type { CachedKey } from '../keys/key-cache.js'
+import type { CachedKey } from '../auth/index.js'
 import { authOf } from '../auth/index.js'
 import { billedHeader, gatewayError } from '../errors/index.js'
 import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'

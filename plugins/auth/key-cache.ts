@@ -6,7 +6,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Clock } from '../store/clock.js'
 import type { Account, ApiKeyRecord } from '../store/types.js'
-import type { InvalidationBus, InvalidationMessage } from './invalidation-bus.js'
+import type { InvalidationBus, InvalidationMessage } from '../keys/invalidation-bus.js'
 
 export interface CachedKey {
   key: ApiKeyRecord
