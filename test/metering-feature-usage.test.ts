@@ -6,8 +6,8 @@ import t from 'tap'
 import fc from 'fast-check'
 import { createMeter, type MeterInput } from '../plugins/metering/index.js'
 import type { MeteredFeature } from '../plugins/metering/feature-usage.js'
-import type { Usage } from '../plugins/pricing/usage-types.js'
 import { meterOf, opOf } from './helpers/operations.js'
+import type { Usage } from '../plugins/shapes/index.js'
 
 /** The built-in feature `name` of `op` as the gateway hands it to the meter, at `worstUses`. */
 function feature (op: string, name: string, worstUses: number): MeteredFeature {

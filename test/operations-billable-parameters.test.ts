@@ -9,11 +9,11 @@ import { ApiError, GoogleGenAI } from '@google/genai'
 import { OpenAI } from 'openai'
 import { isGatewayError } from '../plugins/errors/index.js'
 import { checkBillableParameters, type ParameterRange } from '../plugins/operations/index.js'
-import type { ParsedBody } from '../plugins/request/body.js'
 import { ledgerState, settledRow } from './helpers/billing.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { opOf } from './helpers/operations.js'
 import { multipartBody } from './helpers/wire.js'
+import type { ParsedBody } from '../plugins/shapes/index.js'
 
 // ---------------------------------------------------------------------------------------------
 // The pure check

@@ -9,8 +9,8 @@ import {
   type FeatureStance, type FeatureUse, type ModelFeatures
 } from '../plugins/operations/index.js'
 import { countReferencedMedia } from '../plugins/pricing/url-media.js'
-import type { ParsedBody } from '../plugins/request/body.js'
 import { opOf } from './helpers/operations.js'
+import type { ParsedBody } from '../plugins/shapes/index.js'
 
 const json = (body: Record<string, unknown>): ParsedBody => ({ kind: 'json', raw: Buffer.from(JSON.stringify(body)), json: body })
 const featuresOf = (op: string) => opOf(op).features

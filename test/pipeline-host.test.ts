@@ -133,10 +133,10 @@ t.test('the plugin list: unique names, exactly one forwarder', async (t) => {
   t.same(PHASES, ['admit', 'resolve', 'charge', 'forward', 'settle', 'finish'])
 })
 
-t.test('the host imports no concern: only the foundation (config, errors, routes), and types of a model, body and usage', async (t) => {
+t.test('the host imports no concern: only the foundation (config, errors, routes), and the plain shapes of a model, body and usage as types', async (t) => {
   const dir = repoPath('plugins', 'pipeline')
   const runtime = /^(\.\/|\.\.\/(config|errors|routes)\/)/
-  const typeOnly = /^(\.\/|\.\.\/(config|errors|routes|models|pricing|request)\/)/
+  const typeOnly = /^(\.\/|\.\.\/(config|errors|routes|shapes)\/)/
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
     const source = readFileSync(join(dir, file), 'utf8')
     for (const m of source.matchAll(/^import (type )?[^'"]*from '([^']+)'/gm)) {

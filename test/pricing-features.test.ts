@@ -6,9 +6,9 @@ import fc from 'fast-check'
 import type { PriceConfig } from '../plugins/config/types.js'
 import { compilePrice, PriceConfigError } from '../plugins/pricing/compile.js'
 import { costOf } from '../plugins/pricing/cost.js'
-import type { FeatureUsage, Usage } from '../plugins/pricing/usage-types.js'
 import { featuresAtWorst, worstCaseUsage, type WorstCaseInput } from '../plugins/pricing/worst-case.js'
 import { boundsOf } from './helpers/operations.js'
+import type { FeatureUsage, Usage } from '../plugins/shapes/index.js'
 
 const TOKEN: PriceConfig = {
   unit: 'token',

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { ParsedBody } from '../request/body.js'
+import type { ParsedBody } from '../shapes/index.js'
 
 /** Nesting past this depth is hashed as raw bytes instead (the canonical form recurses). */
 const MAX_DEPTH = 512

@@ -4,7 +4,6 @@ import type { RequestContext } from '../pipeline/context.js'
 import type { Answered, AnswerInput } from '../metering/index.js'
 import { jobUnits } from '../operations/index.js'
 import { costOf } from '../pricing/cost.js'
-import type { Usage } from '../pricing/usage-types.js'
 import type { Clock, IdSource } from '../store/clock.js'
 import type { JobStore, NewJob } from '../store/jobs/types.js'
 import { holdOf } from '../wallet/index.js'
@@ -13,6 +12,7 @@ import { jobKindOf, observe, upstreamIdOf, withGatewayId, type JsonObject } from
 import { jobNotFound, jobOf } from './job-stage.js'
 import { parseObject, readBounded } from './read-json.js'
 import { endJob, type SettleJobDeps } from './settle-job.js'
+import type { Usage } from '../shapes/index.js'
 
 export interface JobAnswerDeps extends SettleJobDeps {
   jobs: JobStore

@@ -3,7 +3,7 @@
 // `created` is 0 and `created_at` the epoch (the formats require the field).
 import type { ListingFormat } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
-import type { CompiledModel } from '../models/catalogue.js'
+import type { CompiledModel } from '../shapes/index.js'
 
 /** The provider part of a catalogue id (`openai/gpt-4o` → `openai`), its owner in the OpenAI format. */
 const ownerOf = (id: string): string => id.slice(0, Math.max(0, id.indexOf('/')))

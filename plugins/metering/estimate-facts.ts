@@ -3,9 +3,9 @@
 // in tokens, its context window, and the output the request was held for. Computed only when
 // an estimate is asked for (the output bound) or once per model (the rest).
 import type { EstimateFacts } from './input-estimate.js'
-import type { CompiledModel } from '../models/catalogue.js'
 import { worstCaseUsage } from '../pricing/worst-case.js'
 import type { RequestContext } from '../pipeline/context.js'
+import type { CompiledModel } from '../shapes/index.js'
 
 interface ModelFacts { upstreamModel: string, mediaItemTokens?: number, contextTokens?: number }
 

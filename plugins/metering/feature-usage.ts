@@ -18,9 +18,9 @@
 // stream, a client gone): what it said of its features so far may not be all of it.
 import type { TokenDialectName } from '../config/types.js'
 import type { FeatureReport } from '../operations/feature-compile.js'
-import type { FeatureUsage } from '../pricing/usage-types.js'
 import { isRecord } from './body-reader.js'
 import { sanitizeCount } from './usage.js'
+import type { FeatureUsage } from '../shapes/index.js'
 
 /** A feature a request uses, as the meter needs it. */
 export interface MeteredFeature {

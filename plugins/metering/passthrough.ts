@@ -1,11 +1,9 @@
 // The translator of every synchronous operation (translator.ts): the body goes up byte for byte
 // but for the edits the catalogue declares, and the answer streams back through the meter of its
 // operation. Job operations use it too, under jobs' target and answer.
-import type { CompiledModel } from '../models/catalogue.js'
 import { askedImageTier } from '../operations/image-tier-check.js'
 import type { RequestContext } from '../pipeline/context.js'
 import { audioDurationBound } from '../pricing/audio-bound.js'
-import type { ImagePrices } from '../pricing/compile.js'
 import { worstImageTier } from '../pricing/image-tier.js'
 import { applyBodyRules } from '../request/body-rules.js'
 import { rewriteJsonModel } from '../request/json-model.js'
@@ -16,6 +14,7 @@ import { injectIncludeUsage } from './include-usage.js'
 import { createMeter } from './meter.js'
 import type { Meter, RequestFacts } from './meter-types.js'
 import type { Translator, UpstreamBody } from './translator.js'
+import type { CompiledModel, ImagePrices } from '../shapes/index.js'
 
 function editedBody (ctx: RequestContext, model: CompiledModel | null): Buffer | undefined {
   const body = ctx.body

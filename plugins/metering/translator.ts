@@ -6,11 +6,11 @@
 // creates, polls and downloads. So upstream and jobs need not know each other.
 import type { FastifyReply } from 'fastify'
 import type { Readable } from 'node:stream'
-import type { CompiledModel } from '../models/catalogue.js'
 import type { CompiledOperation } from '../operations/compile.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { Meter } from './meter-types.js'
 import type { Usage } from './usage.js'
+import type { CompiledModel } from '../shapes/index.js'
 
 /** The body an upstream call sends, and whether the client's stream must lose the usage chunk the gateway asked for. */
 export interface UpstreamBody {

@@ -1,7 +1,7 @@
 // The usage of one request in billable units, as read from the upstream's answer (or estimated
-// by the gateway when the upstream said nothing believable). The shape is plugins/pricing's.
+// by the gateway when the upstream said nothing believable). The shape is plugins/shapes'.
 
-import type { Usage } from '../pricing/usage-types.js'
+import type { Usage } from '../shapes/index.js'
 
 export type { Usage }
 

@@ -7,11 +7,11 @@
 // that describe the instance (holds being kept, request log queue) are read at scrape time.
 import type { FastifyInstance } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
-import type { CompiledModel } from '../models/catalogue.js'
 import { answersAsStream, type Outcome, type RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { RoutePlan } from '../routes/compile.js'
 import { CellCounter, CellHistogram, CellIndex, type CounterCell, type HistogramCell } from './cells.js'
+import type { CompiledModel } from '../shapes/index.js'
 
 declare module '../pipeline/context.js' {
   interface RequestState {

@@ -1,7 +1,6 @@
 import { sniffFormat } from '../admission/magic.js'
 import { gatewayError } from '../errors/index.js'
-import type { MultipartFile } from '../request/multipart.js'
-import type { CompiledModel } from './catalogue.js'
+import type { CompiledModel, MultipartFile } from '../shapes/index.js'
 
 export interface InputModalities { image: boolean, video: boolean, audio: boolean }
 

@@ -1,34 +1,10 @@
-import type { GatewayConfig, ModelConfig, ModelStatus, PriceConfig } from '../config/types.js'
+import type { GatewayConfig, ModelConfig, ModelStatus } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
-import { compilePrice, type CompiledPrice } from '../pricing/compile.js'
+import { compilePrice } from '../pricing/compile.js'
 import { operationsTable, pricingProblems } from '../pricing/completeness.js'
 import { MAX_IMAGES } from '../pricing/worst-case.js'
-import type { BodyRules } from '../request/body-rules.js'
+import type { BodyRules, CompiledModel } from '../shapes/index.js'
 import { compileAliases } from './aliases.js'
-
-export interface CompiledModel {
-  readonly id: string
-  /** The status gateway.yaml declares; what a request meets is the catalogue's `statusOf`. */
-  readonly status: ModelStatus
-  readonly pool: string
-  readonly upstreamModel: string
-  /** operation → upstream path template */
-  readonly operations: ReadonlyMap<string, string>
-  /** operation → edits of the JSON body the provider needs for this model (only operations that declare some) */
-  readonly bodyRules: ReadonlyMap<string, BodyRules>
-  readonly capabilities: ReadonlySet<string>
-  readonly fallbacks: readonly string[]
-  readonly pricing: PriceConfig
-  /** Exact integer rates compiled from the decimal prices at boot. */
-  readonly price: CompiledPrice
-  readonly maxOutputTokens: number | undefined
-  /** Context window in tokens (`context_window`): what input the body does not bound is held at. */
-  readonly contextWindow: number | undefined
-  /** Most images one request may ask for: `max_images`, else MAX_IMAGES. */
-  readonly maxImages: number
-  readonly requiresTopup: boolean
-  readonly config: ModelConfig
-}
 
 /** The compiled models of one config (part of its plan): immutable, no status but the configured one. */
 export interface ModelTable {

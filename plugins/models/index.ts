@@ -6,8 +6,9 @@ import { checkCapabilities, checkFileCapabilities } from './capabilities.js'
 import type { ModelCatalogue } from './catalogue.js'
 import { modelFromBody, modelFromPath } from './model-id.js'
 import type { RoutePlan } from '../routes/compile.js'
+export type { CompiledModel } from '../shapes/index.js'
 
-export { compileModels, compileModelTable, effectiveStatus, modelCatalogue, type CompiledModel, type ModelCatalogue, type ModelTable } from './catalogue.js'
+export { compileModels, compileModelTable, effectiveStatus, modelCatalogue, type ModelCatalogue, type ModelTable } from './catalogue.js'
 
 /** How long an instance trusts what it read of the stored model statuses: a publish, pause or retire reaches every instance within this. */
 export const MODEL_STATUS_CACHE_MS = 1000

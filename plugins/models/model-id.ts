@@ -1,5 +1,5 @@
 import { gatewayError } from '../errors/index.js'
-import type { ParsedBody } from '../request/body.js'
+import type { ParsedBody } from '../shapes/index.js'
 
 /** The requested model id from the body `model` field or the multipart `model` field. */
 export function modelFromBody (body: ParsedBody | undefined): string {

@@ -12,9 +12,9 @@
 //                                count above its max_images (default 10).
 // A parameter that is absent or JSON null is the upstream's default and bounded as such.
 import { gatewayError } from '../errors/index.js'
-import type { ParsedBody } from '../request/body.js'
 import { findModelPart } from '../request/multipart-model.js'
 import type { CompiledOperation, ParamPath } from './compile.js'
+import type { ParsedBody } from '../shapes/index.js'
 
 /** What a model declares about its range. */
 export interface ParameterRange {

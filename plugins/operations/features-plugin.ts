@@ -1,12 +1,11 @@
 import { gatewayError } from '../errors/index.js'
-import type { CompiledModel } from '../models/catalogue.js'
 import type { RequestContext } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
-import type { FeatureUsage } from '../pricing/usage-types.js'
 import { countReferencedMedia, type MediaCounts } from '../pricing/url-media.js'
 import type { CapEdits } from '../request/uses-caps.js'
 import { detectFeatures, modelFeatureRefusal, readsUncountedInput, type FeatureStance, type FeatureUse, type ModelFeatures } from './features.js'
 import { capEdits } from './uses-caps.js'
+import type { CompiledModel, FeatureUsage } from '../shapes/index.js'
 
 /** Media parts a JSON body references by URL or by uploaded file id, or carries inline (url-media.ts). */
 export type ReferencedMedia = MediaCounts

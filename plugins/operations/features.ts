@@ -12,10 +12,10 @@
 //                                context window. `param` names the request field.
 import { gatewayError } from '../errors/index.js'
 import type { MatchValue } from '../config/types.js'
-import type { ParsedBody } from '../request/body.js'
 import { fileReferencePaths } from '../pricing/url-media.js'
 import { paramValue } from './billable-parameters.js'
 import type { CompiledFeature, ListScan, OperationFeatures } from './feature-compile.js'
+import type { ParsedBody } from '../shapes/index.js'
 
 /** A feature one request uses. */
 export interface FeatureUse {

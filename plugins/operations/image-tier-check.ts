@@ -2,10 +2,9 @@
 // entry: a quality or size its table does not price is refused before the hold, naming the
 // parameter, since no hold could bound what the provider would make of it.
 import { gatewayError } from '../errors/index.js'
-import type { ImagePrices } from '../pricing/compile.js'
 import { requestedTier } from '../pricing/image-tier.js'
-import type { ParsedBody } from '../request/body.js'
 import { paramValue } from './billable-parameters.js'
+import type { ImagePrices, ParsedBody } from '../shapes/index.js'
 
 function reader (body: ParsedBody | undefined): (param: string) => unknown {
   return (param) => paramValue(body, { name: param, keys: [param] })

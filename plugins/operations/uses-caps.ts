@@ -6,10 +6,10 @@
 // parameter shared by several tools (`max_tool_calls` caps all built-in tool calls together)
 // gets the smallest of their counts, which keeps every tool within its own.
 import type { CapEdits } from '../request/uses-caps.js'
-import type { ParsedBody } from '../request/body.js'
 import { paramValue } from './billable-parameters.js'
 import type { OperationFeatures } from './feature-compile.js'
 import { entryMark, type FeatureUse } from './features.js'
+import type { ParsedBody } from '../shapes/index.js'
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 const unset = (v: unknown): boolean => v === undefined || v === null

@@ -1,8 +1,6 @@
 import type { BillingStatus } from '../errors/index.js'
-import type { CompiledModel } from '../models/catalogue.js'
-import type { Usage } from '../pricing/usage-types.js'
-import type { ParsedBody } from '../request/body.js'
 import type { RoutePlan } from '../routes/compile.js'
+import type { CompiledModel, ParsedBody, Usage } from '../shapes/index.js'
 
 export interface Outcome {
   /** How the exchange ended for the gateway. */

@@ -4,11 +4,11 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { GatewayConfig } from '../config/types.js'
 import { classify, compileCatalogue, gatewayError, renderError, toOccurrence, type BillingStatus, type Catalogue, type ErrorCode } from '../errors/index.js'
 import { compileRoutes, type CompiledRoutes, type FastifyRouteSpec, type RoutePlan } from '../routes/compile.js'
-import type { ParsedBody } from '../request/body.js'
 import { bodyUnread } from './body-unread.js'
 import type { Outcome, RequestContext } from './context.js'
 import { planPhases, routeChain, runPhase, type ForwardControl, type GatewayPlugin, type PhasePlan, type RouteChain } from './plugin.js'
 import { newRequestId } from './request-id.js'
+import type { ParsedBody } from '../shapes/index.js'
 
 /**
  * At close, how much longer than `server.drain_timeout_ms` the host waits for requests whose

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { BillingStatus } from '../errors/index.js'
-import type { CompiledModel } from '../models/catalogue.js'
 import type { RoutePlan } from '../routes/compile.js'
 import type { Outcome, RequestContext } from './context.js'
+import type { CompiledModel } from '../shapes/index.js'
 
 /** The phases of a request, in the order they run. */
 export const PHASES = ['admit', 'resolve', 'charge', 'forward', 'settle', 'finish'] as const

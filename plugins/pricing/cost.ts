@@ -25,9 +25,8 @@
 //                 terms above by its factor. All inside the same exact total, rounded once.
 // Costs are never negative: a negative, non-finite or (for counts) non-integer usage field, or
 // cachedInputTokens > inputTokens, is a programming error and throws a RangeError.
-import type { CompiledPrice, ImagePrices, Rate } from './compile.js'
 import { NANOS_PER_UNIT } from './money.js'
-import type { ImageTier, Usage } from './usage-types.js'
+import type { CompiledPrice, ImagePrices, ImageTier, Rate, Usage } from '../shapes/index.js'
 
 const COUNT_FIELDS = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'images', 'characters', 'calls', 'jobs'] as const
 

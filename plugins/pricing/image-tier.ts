@@ -2,10 +2,10 @@
 // one its hold counts, which one its answer says was rendered. `auto` (or an absent value whose
 // default is `auto`) is the provider's choice, so the hold counts the dearest entry it could pick.
 // Pure.
-import type { ImagePrices } from './compile.js'
-import type { ImageTier } from './usage-types.js'
 
 /** The quality and size a request names (its values, or the table's defaults). */
+import type { ImagePrices, ImageTier } from '../shapes/index.js'
+
 export interface RequestedTier {
   quality: string
   size: string

@@ -28,7 +28,6 @@
 //
 // The walk reads fixed paths only, at most two levels under a message, never recursing on what
 // the client sent: its cost is linear in the body's size however deep the client nests it.
-import type { CompiledPrice } from './compile.js'
 
 type Json = Record<string, unknown>
 
@@ -48,6 +47,8 @@ function isRemote (v: unknown): boolean {
  * URL is a name the provider resolves in its own store: a reference. The host is read as a
  * browser reads it (WHATWG: case, backslashes, user info, a trailing dot).
  */
+import type { CompiledPrice } from '../shapes/index.js'
+
 export function isFilesApiUri (uri: string): boolean {
   const trimmed = uri.trim()
   if (trimmed === '') return false

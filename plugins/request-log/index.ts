@@ -1,11 +1,10 @@
 import { answersAsStream, type RequestContext, type Outcome } from '../pipeline/context.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import type { Clock } from '../store/clock.js'
-import type { CompiledModel } from '../models/catalogue.js'
-import type { Usage } from '../pricing/usage-types.js'
 import type { FeatureReceipt, RequestLogRow } from '../store/request-log/types.js'
 import type { RequestLogWriter } from '../store/request-log/writer.js'
 import type { Settled } from '../wallet/index.js'
+import type { CompiledModel, Usage } from '../shapes/index.js'
 
 const UNSETTLED: Settled = { billing: 'UNKNOWN', cost: null, held: null, holdId: null, postingId: null, overage: null, unrecovered: null }
 

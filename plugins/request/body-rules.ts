@@ -4,14 +4,8 @@
 // framework can take them for models it does not know and send what the provider refuses for
 // the real one (`response_format` to gpt-image-1, a `max_tokens` above Claude's limit). The
 // edits are byte splices, like the model rewrite: every other byte stays as the client sent it.
+import type { BodyRules } from '../shapes/index.js'
 import { keyName, objectLayout, skipSpace, splice, type Member, type ObjectLayout } from './json-bytes.js'
-
-export interface BodyRules {
-  /** Top-level members removed before forwarding. */
-  readonly dropFields: ReadonlySet<string>
-  /** Output-token limits above this are lowered to it; undefined: left as sent. */
-  readonly maxOutputTokens: number | undefined
-}
 
 /** Where output-token limits live in each family's body (the worst-case hold reads the same places). */
 const TOP_LEVEL_LIMITS: ReadonlySet<string> = new Set(['max_tokens', 'max_completion_tokens', 'max_output_tokens'])

@@ -3,13 +3,10 @@ import type { ServerConfig } from '../config/types.js'
 import { gatewayError, type GatewayError } from '../errors/index.js'
 import type { CompiledRoutes } from '../routes/compile.js'
 import { BothGuards, JsonDepthGuard, MultipartItemGuard, MultipartPartCounter } from './body-guards.js'
-import { boundaryOf, MultipartLimitError, summariseMultipart, type MultipartLimits, type MultipartSummary } from './multipart.js'
+import type { ParsedBody } from '../shapes/index.js'
+import { boundaryOf, MultipartLimitError, summariseMultipart, type MultipartLimits } from './multipart.js'
 import { findModelPart } from './multipart-model.js'
 import { BodyDeadlines, readBody } from './read-body.js'
-
-export type ParsedBody =
-  | { kind: 'json', raw: Buffer, json: Record<string, unknown> }
-  | { kind: 'multipart', raw: Buffer, contentType: string, summary: MultipartSummary }
 
 export function isParsedBody (body: unknown): body is ParsedBody {
   return typeof body === 'object' && body !== null && 'kind' in body && 'raw' in body

@@ -2,8 +2,9 @@ import { gatewayError } from '../errors/index.js'
 import type { GatewayPlugin } from '../pipeline/plugin.js'
 import { registerBodyParsers, type BodyOptions } from './body.js'
 import { refuseDeferredWork } from './deferred-work.js'
+export type { ParsedBody } from '../shapes/index.js'
 
-export { bodyOptionsOf, type BodyOptions, type ParsedBody } from './body.js'
+export { bodyOptionsOf, type BodyOptions } from './body.js'
 
 /**
  * `bodies` is the plan's slice (bodyOptionsOf).

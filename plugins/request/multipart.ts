@@ -1,24 +1,5 @@
 import { Busboy } from '@fastify/busboy'
-
-export interface MultipartFile {
-  field: string
-  filename: string
-  mimeType: string
-  size: number
-  /** First bytes of the file, enough to read an audio header. */
-  head: Buffer
-  /**
-   * All of the file's bytes, as the pieces the parser gave: views of the buffered request body,
-   * not copies (what an audio bound reads to check a header against the stream).
-   */
-  data?: Buffer[]
-}
-
-export interface MultipartSummary {
-  boundary: string
-  fields: Record<string, string>
-  files: MultipartFile[]
-}
+import type { MultipartFile, MultipartSummary } from '../shapes/index.js'
 
 const HEAD_BYTES = 64 * 1024
 

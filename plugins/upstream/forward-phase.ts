@@ -2,8 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { errorFrame, gatewayError, GatewayError, billedHeader, toOccurrence, type Catalogue, type ErrorCode } from '../errors/index.js'
 import { createUsageEventFilter, type Translator, type TranslatorFor } from '../metering/index.js'
-import type { CompiledModel, ModelCatalogue } from '../models/catalogue.js'
-import type { Usage } from '../pricing/usage-types.js'
+import type { ModelCatalogue } from '../models/catalogue.js'
 import { answersAsStream, type Outcome, type RequestContext } from '../pipeline/context.js'
 import type { ForwardControl } from '../pipeline/plugin.js'
 import {
@@ -15,6 +14,7 @@ import { clientResponseHeaders, forwardedQuery } from './allow-lists.js'
 import { AnswerWait } from './answer-wait.js'
 import { FirstByteDeadline } from './first-byte.js'
 import { relay, relayOutcome, type RelayEnd } from './relay.js'
+import type { CompiledModel, Usage } from '../shapes/index.js'
 
 export interface ForwardDeps {
   upstreams: Upstreams

@@ -2,7 +2,6 @@ import type { LimitsConfig, WalletConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import { authOf } from '../auth/index.js'
 import type { RequestContext } from '../pipeline/context.js'
-import type { CompiledModel } from '../models/catalogue.js'
 import { inputPasses, jobUnits, referencedMedia, worstFeatures } from '../operations/index.js'
 import { audioDurationBoundAsync, BOUNDED_FORMATS } from '../pricing/audio-bound.js'
 import { costOf } from '../pricing/cost.js'
@@ -15,6 +14,7 @@ import type { ApiKeyRecord } from '../store/types.js'
 import { compileBounds } from './bound.js'
 import type { HoldKeeper } from './hold-renewal.js'
 import type { Wallet } from './wallet.js'
+import type { CompiledModel } from '../shapes/index.js'
 
 /** The hold placed for a request: settled after the upstream finishes, or released. */
 export interface RequestHold {

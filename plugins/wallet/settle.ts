@@ -1,13 +1,13 @@
 import type { BillingStatus } from '../errors/index.js'
 import type { Outcome, RequestContext } from '../pipeline/context.js'
 import { costOf } from '../pricing/cost.js'
-import type { Usage } from '../pricing/usage-types.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { Clock } from '../store/clock.js'
 import type { SettleResult } from '../store/ledger/types.js'
 import type { HoldKeeper } from './hold-renewal.js'
 import { holdOf } from './hold.js'
 import type { HoldCloser } from './wallet.js'
+import type { Usage } from '../shapes/index.js'
 
 export interface SettleDeps {
   /** Posts or releases the request's hold (and reports an unrecovered overage). */

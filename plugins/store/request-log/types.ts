@@ -2,7 +2,7 @@
 // RequestLogWriter and read by the admin and console APIs. SQLite and PostgreSQL
 // implement it and pass the same contract tests (test/store-request-log*.test.ts).
 
-import type { Usage } from '../../pricing/usage-types.js'
+import type { Usage } from '../../shapes/index.js'
 
 export type BillingStatus = 'BILLED' | 'NOT_BILLED' | 'PENDING' | 'UNKNOWN'
 

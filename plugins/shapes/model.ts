@@ -1,0 +1,29 @@
+// A model of the catalogue as compiled from gateway.yaml (plugins/models/catalogue.ts makes it):
+// plain data the host carries in a request's context and every concern reads.
+import type { ModelConfig, ModelStatus, PriceConfig } from '../config/types.js'
+import type { BodyRules } from './body.js'
+import type { CompiledPrice } from './price.js'
+
+export interface CompiledModel {
+  readonly id: string
+  /** The status gateway.yaml declares; what a request meets is the catalogue's `statusOf`. */
+  readonly status: ModelStatus
+  readonly pool: string
+  readonly upstreamModel: string
+  /** operation → upstream path template */
+  readonly operations: ReadonlyMap<string, string>
+  /** operation → edits of the JSON body the provider needs for this model (only operations that declare some) */
+  readonly bodyRules: ReadonlyMap<string, BodyRules>
+  readonly capabilities: ReadonlySet<string>
+  readonly fallbacks: readonly string[]
+  readonly pricing: PriceConfig
+  /** Exact integer rates compiled from the decimal prices at boot. */
+  readonly price: CompiledPrice
+  readonly maxOutputTokens: number | undefined
+  /** Context window in tokens (`context_window`): what input the body does not bound is held at. */
+  readonly contextWindow: number | undefined
+  /** Most images one request may ask for: `max_images`, else MAX_IMAGES. */
+  readonly maxImages: number
+  readonly requiresTopup: boolean
+  readonly config: ModelConfig
+}
