@@ -94,7 +94,6 @@ t.test('the folders under plugins/ that import each other are exactly the known 
     'config↔listings',
     'config↔models',
     'config↔operations',
-    'config↔pricing',
-    'operations↔pricing'
+    'config↔pricing'
   ])
 })

@@ -10,11 +10,12 @@
 import type { ModelConfig, ModelStatus } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import { effectiveStatus } from '../models/index.js'
-import { operationsTable, pricingProblems } from '../pricing/completeness.js'
+import { pricingProblems } from '../pricing/completeness.js'
 import { createModelStatusStore, type ModelStatusStore, type StoredModelStatus } from '../store/model-status.js'
 import type { StoreBackend } from '../store/types.js'
 import type { AdminContext } from './service.js'
 import { type ModelView, type Page, type PricingProblemView, modelView } from './views.js'
+import { operationsTable } from '../operations/index.js'
 
 /** What each action stores; `unpublish` takes the model out of the published catalogue. */
 export const MODEL_ACTIONS = { publish: 'active', pause: 'paused', retire: 'retired', unpublish: 'draft' } as const satisfies Record<string, ModelStatus>

@@ -6,9 +6,10 @@ import { checkAdmission } from '../admission/check.js'
 import { checkListings } from '../listings/check.js'
 import { checkAliases } from '../models/aliases.js'
 import { checkOperations } from '../operations/check.js'
-import { operationsTable, pricingProblems } from '../pricing/completeness.js'
+import { pricingProblems } from '../pricing/completeness.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
 import { formatPath, isString, type PathProblem, type PathSegment } from './problem.js'
+import { operationsTable } from '../operations/index.js'
 
 export type CrossProblem = PathProblem
 

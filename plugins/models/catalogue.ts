@@ -1,10 +1,11 @@
 import type { GatewayConfig, ModelConfig, ModelStatus } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import { compilePrice } from '../pricing/compile.js'
-import { operationsTable, pricingProblems } from '../pricing/completeness.js'
+import { pricingProblems } from '../pricing/completeness.js'
 import { MAX_IMAGES } from '../pricing/worst-case.js'
 import type { BodyRules, CompiledModel } from '../shapes/index.js'
 import { compileAliases } from './aliases.js'
+import { operationsTable } from '../operations/index.js'
 
 /** The compiled models of one config (part of its plan): immutable, no status but the configured one. */
 export interface ModelTable {

@@ -6,7 +6,7 @@
 // every feature of its operations is refused. `check` prints them and exits 0.
 import type { GatewayConfig } from '../config/types.js'
 import type { PathProblem } from '../config/problem.js'
-import { operationsTable } from '../pricing/completeness.js'
+import { operationsTable } from '../operations/index.js'
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 

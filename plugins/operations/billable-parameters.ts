@@ -13,8 +13,9 @@
 // A parameter that is absent or JSON null is the upstream's default and bounded as such.
 import { gatewayError } from '../errors/index.js'
 import { findModelPart } from '../request/multipart-model.js'
-import type { CompiledOperation, ParamPath } from './compile.js'
+import type { CompiledOperation } from './compile.js'
 import type { ParsedBody } from '../shapes/index.js'
+import type { ParamPath } from '../shapes/index.js'
 
 /** What a model declares about its range. */
 export interface ParameterRange {

@@ -5,7 +5,7 @@
 // config that failed the schema (the loader still runs it to report every problem at once).
 import type { GatewayConfig } from '../config/types.js'
 import type { PathProblem } from '../config/problem.js'
-import { operationsTable } from '../pricing/completeness.js'
+import { operationsTable } from './compile.js'
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 

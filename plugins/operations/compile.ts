@@ -2,6 +2,8 @@
 // worst-case bounds, billable features), compiled from the config once and frozen.
 // Request-time code reads a route plan's `op`, never an operation's name.
 import type { GatewayConfig, JobRole, OperationConfig, TokenDialectName } from '../config/types.js'
+import { isObject } from '../config/problem.js'
+import type { OperationBounds, ParamPath } from '../shapes/index.js'
 import { builtinOperations } from './builtin.js'
 import { compileOperationFeatures, type OperationFeatures } from './feature-compile.js'
 
@@ -10,29 +12,6 @@ export type MeterSpec =
   | { readonly kind: 'tokens', readonly dialect: TokenDialectName }
   | { readonly kind: 'images', readonly perCall: boolean }
   | { readonly kind: 'transcription' | 'speech' | 'call' | 'job' | 'job_poll' | 'none' }
-
-/** A body parameter: `name` as the operator wrote it (`generationConfig.maxOutputTokens`), `keys` its steps. */
-export interface ParamPath {
-  readonly name: string
-  readonly keys: readonly string[]
-}
-
-export interface OperationBounds {
-  /** Parameters capping the output tokens of one generation. */
-  readonly maxTokens: readonly ParamPath[]
-  /** Parameters asking for several generations. */
-  readonly count: readonly ParamPath[]
-  /** The count is images: billed per image and capped by the model's max images. */
-  readonly countIsImages: boolean
-  /** A job's billed units: the product of these parameters, each its default when absent. */
-  readonly jobUnits: readonly JobUnit[]
-}
-
-/** One factor of a job's units (a video's seconds, the videos asked for). */
-export interface JobUnit {
-  readonly path: ParamPath
-  readonly default: number
-}
 
 export interface OperationJob {
   readonly role: JobRole
@@ -59,6 +38,11 @@ export interface CompiledOperations {
 /** An operation's entries: the built-in ones, then the config's (which replace them whole or add). */
 export function operationEntries (config: Pick<GatewayConfig, 'operations'>): Record<string, OperationConfig> {
   return { ...builtinOperations(), ...(config.operations ?? {}) }
+}
+
+/** The operations table the models are checked against: the loaded one (built-ins merged in), else the built-ins. */
+export function operationsTable (config: Pick<GatewayConfig, 'operations'>): Record<string, unknown> {
+  return isObject(config.operations) && !Array.isArray(config.operations) ? config.operations : operationEntries(config)
 }
 
 /** Whether a meter bills anything: an operation metered `none` (or not at all) is served free. */

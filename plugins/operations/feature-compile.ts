@@ -3,7 +3,7 @@
 // type (or key) to the feature it marks, so a request walks each list once whatever the number
 // of features; per parameter and query name, the feature and values that mark it.
 import type { FeatureCharge, FeatureConfig, FeatureInput, MatchValue, OperationConfig } from '../config/types.js'
-import type { ParamPath } from './compile.js'
+import type { ParamPath } from '../shapes/index.js'
 
 /** Where the provider's answer says how much a feature was used. */
 export type FeatureReport =

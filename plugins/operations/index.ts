@@ -1,7 +1,8 @@
 export {
-  billsSomething, compileOperation, compileOperations, operationEntries,
-  type CompiledOperation, type CompiledOperations, type MeterSpec, type OperationBounds, type OperationJob, type ParamPath
+  billsSomething, compileOperation, compileOperations, operationEntries, operationsTable,
+  type CompiledOperation, type CompiledOperations, type MeterSpec, type OperationJob
 } from './compile.js'
+export type { OperationBounds, ParamPath } from '../shapes/index.js'
 export { builtinOperations, builtinOperationsFile, builtinOperationsRaw } from './builtin.js'
 export { checkBillableParameters, jobUnits, paramValue, type ParameterRange } from './billable-parameters.js'
 export { checkOperations } from './check.js'

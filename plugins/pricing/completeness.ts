@@ -5,9 +5,8 @@
 // catalogue leaves a draft without it out, and publishing a draft (admin API) is refused
 // without it (MODEL_PUBLISH_PRICING_REQUIRED). Pure and tolerant of a config that failed the
 // schema (the loader still runs the check then, to report every problem at once).
-import type { GatewayConfig, ModelConfig } from '../config/types.js'
+import type { ModelConfig } from '../config/types.js'
 import type { PathProblem } from '../config/problem.js'
-import { operationEntries } from '../operations/compile.js'
 import { compilePrice, PriceConfigError } from './compile.js'
 import { featurePriceProblems } from './feature-check.js'
 
@@ -15,11 +14,6 @@ const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 /** Meter kinds under which a request bills nothing itself. */
 const FREE_METERS: ReadonlySet<unknown> = new Set(['none', 'job_poll'])
-
-/** The operations table the models are checked against: the loaded one (built-ins merged in), else the built-ins. */
-export function operationsTable (config: Pick<GatewayConfig, 'operations'>): Record<string, unknown> {
-  return isRecord(config.operations) ? config.operations : operationEntries(config)
-}
 
 /**
  * What keeps `model` from being completely priced, each problem with its path inside the model

@@ -35,11 +35,11 @@
 // Integer fields are clamped to Number.MAX_SAFE_INTEGER.
 import type { PriceConfig } from '../config/types.js'
 import { NANOS_PER_UNIT } from './money.js'
-import type { OperationBounds, ParamPath } from '../operations/compile.js'
 import { audioDurationBound } from './audio-bound.js'
 import { sizeBoundMillis } from './audio-duration.js'
 import { countUrlMedia } from './url-media.js'
 import type { CompiledPrice, FeatureUsage, Usage } from '../shapes/index.js'
+import type { OperationBounds, ParamPath } from '../shapes/index.js'
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
 export const MAX_IMAGES = 10
