@@ -5,7 +5,8 @@
 //
 // mounts every phase on the same stores and environment as `npm start` (DATABASE_URL,
 // REDIS_URL, GATEWAY_DATA_DIR, GATEWAY_SECRET).
-import { loadConfig as loadConfigFile, type Env } from './plugins/config/index.js'
+import type { Env } from './plugins/config/index.js'
+import { loadConfig as loadConfigFile } from './plugins/gateway/config.js'
 import type { GatewayConfig } from './plugins/config/types.js'
 
 export { modelGateway, gatewayFrameworkErrors, gatewayPlugins, outcomeObserver, newRequestId, compilePlan, PLAN_COMPILED_CHANNEL } from './plugins/gateway/index.js'

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../plugins/admin/admin-server.js'
-import { loadConfig } from '../plugins/config/index.js'
+import { loadConfig } from '../plugins/gateway/config.js'
 import { buildServer } from '../plugins/server/server.js'
 import { openServices } from '../plugins/gateway/index.js'
 import { parseMoney } from '../plugins/pricing/money.js'

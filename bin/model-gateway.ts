@@ -4,7 +4,7 @@
 // when it runs, so a command loads only what it uses: `help` 0.08 s of CPU instead of 0.98, `check` 0.94 instead of 1.62,
 // `keys create` without the server, undici or the pipeline (the store and config loader only).
 import { ACCOUNTS_USAGE, KEYS_USAGE, MODELS_USAGE, REQUESTS_USAGE, TIERS_USAGE, WALLET_USAGE } from '../plugins/admin/cli-usage.js'
-import { CHECK_USAGE } from '../plugins/config/check-usage.js'
+import { CHECK_USAGE } from '../plugins/gateway/check-usage.js'
 import { SERVE_USAGE } from '../plugins/server/serve-usage.js'
 
 type Command = (args: string[]) => Promise<number>
@@ -27,7 +27,7 @@ const usage = [
 ].join('\n') + '\n'
 
 const commands: Record<string, Command> = {
-  check: async (args) => await (await import('../plugins/config/check-command.js')).checkCommand(args),
+  check: async (args) => await (await import('../plugins/gateway/check-command.js')).checkCommand(args),
   serve: async (args) => await (await import('../plugins/server/serve-command.js')).serveCommand(args),
   accounts: async (args) => await (await admin()).accountsCommand(args),
   keys: async (args) => await (await admin()).keysCommand(args),

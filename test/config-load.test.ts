@@ -4,7 +4,8 @@ import t from 'tap'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { ConfigError, checkConfig, expandString, formatProblem, loadConfig } from '../plugins/config/index.js'
+import { ConfigError, expandString, formatProblem } from '../plugins/config/index.js'
+import { checkConfig, loadConfig } from '../plugins/gateway/config.js'
 import { ROOT } from './helpers/paths.js'
 
 const root = ROOT

@@ -4,7 +4,8 @@
 import t from 'tap'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { checkCommand, loadConfig, type CommandIo } from '../plugins/config/index.js'
+import { checkCommand, type CommandIo } from '../plugins/gateway/check-command.js'
+import { loadConfig } from '../plugins/gateway/config.js'
 import { repoPath } from './helpers/paths.js'
 
 const validDir = repoPath('test', 'fixtures', 'config', 'valid')

@@ -1,7 +1,7 @@
 // The pure parts of plugins/jobs: job id shape, provider status words, provider ids that may go
 // into an upstream path, the id rewrite, the watcher's backoff and the compiled upstream paths.
 import t from 'tap'
-import { loadConfig } from '../plugins/config/index.js'
+import { loadConfig } from '../plugins/gateway/config.js'
 import { isJobId, newJobId } from '../plugins/jobs/job-id.js'
 import { observe, upstreamIdOf, withGatewayId } from '../plugins/jobs/job-kinds.js'
 import { compileJobRoutes } from '../plugins/jobs/job-routes.js'

@@ -5,7 +5,7 @@
 // itself. Looked up per request, so the lookup must hand back objects built once.
 import Fastify from 'fastify'
 import t from 'tap'
-import { loadConfig } from '../plugins/config/index.js'
+import { loadConfig } from '../plugins/gateway/config.js'
 import { compilePlan } from '../plugins/gateway/plan.js'
 import { createJobs, type ProviderReader } from '../plugins/jobs/index.js'
 import { passthrough } from '../plugins/metering/index.js'

@@ -46,7 +46,7 @@ t.test('model-gateway tiers list prints the same', async (t) => {
 })
 
 t.test('model-gateway check refuses a lease renewal period not below the lease TTL', async (t) => {
-  const { loadConfig } = await import('../plugins/config/index.js')
+  const { loadConfig } = await import('../plugins/gateway/config.js')
   const { crossCheck } = await import('../plugins/config/cross-check.js')
   const { config } = loadConfig(REPO_CONFIG, {})
   t.same(crossCheck(config).filter((p) => p.path[0] === 'limits'), [], 'the repository config passes')

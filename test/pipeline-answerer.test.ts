@@ -3,7 +3,7 @@
 // the same settle and finish; two plugins answering one route are refused when the routes are
 // registered. A path two families share is served to each by the header that tells them apart.
 import t from 'tap'
-import { loadConfig } from '../plugins/config/index.js'
+import { loadConfig } from '../plugins/gateway/config.js'
 import { compilePlan } from '../plugins/gateway/plan.js'
 import { routeChain, planPhases } from '../plugins/pipeline/plugin.js'
 import type { Outcome } from '../plugins/pipeline/context.js'

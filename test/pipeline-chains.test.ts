@@ -2,7 +2,7 @@
 // hooks apply there, and a request runs only those, still in phase order and plugin order. The
 // composition root's plugins leave out of a route what its configuration says cannot apply.
 import t from 'tap'
-import { loadConfig } from '../plugins/config/index.js'
+import { loadConfig } from '../plugins/gateway/config.js'
 import { gatewayError } from '../plugins/errors/index.js'
 import { GatewayMetrics } from '../plugins/metrics/index.js'
 import { compilePlan } from '../plugins/gateway/plan.js'

@@ -2,7 +2,7 @@
 // adds for them, and that the walk stays bounded whatever the client nests.
 import t from 'tap'
 import { boundsOf } from './helpers/operations.js'
-import { checkConfig } from '../plugins/config/index.js'
+import { checkConfig } from '../plugins/gateway/config.js'
 import { compilePrice } from '../plugins/pricing/compile.js'
 import { costOf } from '../plugins/pricing/cost.js'
 import { countFileReferences, countReferencedMedia, countUrlMedia, fileReferencePaths, isFilesApiUri, urlMediaHold } from '../plugins/pricing/url-media.js'

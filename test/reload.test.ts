@@ -6,7 +6,8 @@
 // one PostgreSQL schema list each other with their own config hashes.
 import t, { type Test } from 'tap'
 import { OpenAI } from 'openai'
-import { checkConfig, formatProblem, loadConfig } from '../plugins/config/index.js'
+import { formatProblem } from '../plugins/config/index.js'
+import { checkConfig, loadConfig } from '../plugins/gateway/config.js'
 import type { RequestLogRow } from '../plugins/store/request-log/types.js'
 import { startMockUpstream } from './fixtures/mock-upstream.js'
 import { expectedCost, priceOf, sleep, storeRows } from './helpers/billing.js'

@@ -6,7 +6,7 @@
 // BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml).
 import Fastify, { LogController } from 'fastify'
 import { authPlugin } from '../../plugins/auth/index.js'
-import { loadConfig } from '../../plugins/config/index.js'
+import { loadConfig } from '../../plugins/gateway/config.js'
 import { compilePlan, gatewayFrameworkErrors, newRequestId, outcomeObserver, type GatewayPlugin } from '../../plugins/gateway/index.js'
 import { modelCatalogue, modelsPlugin } from '../../plugins/models/index.js'
 import { pipelineHost } from '../../plugins/pipeline/host.js'

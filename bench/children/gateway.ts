@@ -5,7 +5,8 @@
 // BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml);
 // BENCH_STORE_WRITES=off keeps holds, settles and log rows in memory (the gateway-nostore bound);
 // BENCH_STALLED_URL adds a stalled second member to the openai pool (bench/stalled.ts).
-import { configHash, loadConfig } from '../../plugins/config/index.js'
+import { configHash } from '../../plugins/config/index.js'
+import { loadConfig } from '../../plugins/gateway/config.js'
 import { outcomeObserver } from '../../plugins/gateway/index.js'
 import { GatewayHost } from '../../plugins/server/reload.js'
 import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'

@@ -1,14 +1,14 @@
 // What the `accounts` and `keys` CLI commands share: opening the config and the store the
 // way the server does, JSON output, and errors as `{ error: { code, message } }` on stderr.
-import type { CommandIo } from '../config/check-command.js'
-import { ConfigError, formatProblem, loadConfig } from '../config/index.js'
+import { ConfigError, formatProblem } from '../config/index.js'
 import { type Catalogue, compileCatalogue, isGatewayError, toOccurrence } from '../errors/index.js'
-import { RedisInvalidationBus } from '../keys/index.js'
+import type { CommandIo } from '../gateway/check-command.js'
+import { loadConfig } from '../gateway/config.js'
+import { KEY_INVALIDATION_CHANNEL, RedisInvalidationBus } from '../keys/index.js'
 import { openStore } from '../store/index.js'
-import { KEY_INVALIDATION_CHANNEL } from './constants.js'
 import { type AdminContext, adminContext } from './service.js'
 
-export type { CommandIo } from '../config/check-command.js'
+export type { CommandIo } from '../gateway/check-command.js'
 
 export const processIo = (): CommandIo => ({ env: process.env, stdout: process.stdout, stderr: process.stderr })
 

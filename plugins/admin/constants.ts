@@ -1,12 +1,5 @@
 // Names other plugins and the server share with the admin API and CLI.
 
-/**
- * Redis pub/sub channel on which store mutations are announced, so that every running
- * instance drops its cached copy of a changed key or account. The server subscribes its
- * KeyCache's RedisInvalidationBus to this channel; the CLI publishes on it.
- */
-export const KEY_INVALIDATION_CHANNEL = 'model-gateway:keys'
-
 /** Where the lead registers adminRoutes. */
 export const ADMIN_PREFIX = '/admin/v1'
 

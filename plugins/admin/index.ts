@@ -20,11 +20,11 @@ export {
 export { getModel, listModels, MODEL_ACTIONS, resetModelStatus, setModelStatus, type ModelAction } from './models.js'
 export type { AccountView, KeyStatus, KeyView, ModelView, Page, PricingProblemView, RevealedKeyView } from './views.js'
 export { accountView, formatMinorUnits, keyView, modelView } from './views.js'
+export { KEY_INVALIDATION_CHANNEL } from '../keys/index.js'
 export {
   ADMIN_BODY_LIMIT_BYTES,
   ADMIN_PREFIX,
   DEFAULT_PAGE_LIMIT,
-  KEY_INVALIDATION_CHANNEL,
   MAX_PAGE_LIMIT,
   MINOR_UNIT_DIGITS,
 } from './constants.js'

@@ -2,31 +2,30 @@
 // entries, fallback graphs. Pure: config in, problems (with config paths) out; the loader
 // turns paths into YAML lines. Written to tolerate a config that failed the schema, since
 // the loader still runs it then to report every problem at once.
-import { checkAdmission } from '../admission/check.js'
-import { checkListings } from '../listings/check.js'
-import { checkAliases } from '../models/aliases.js'
-import { checkOperations } from '../operations/check.js'
-import { pricingProblems } from '../pricing/completeness.js'
+//
+// These are the config's own checks; each concern checks its own sections (operations, pricing,
+// admission, aliases, listings), and the composition root hands those checks to the loader
+// (CONFIG_CONCERNS, plugins/gateway/config.ts), so this bottom layer imports no concern.
 import type { GatewayConfig, ModelConfig } from './types.js'
 import { formatPath, isString, type PathProblem, type PathSegment } from './problem.js'
-import { operationsTable } from '../operations/index.js'
 
 export type CrossProblem = PathProblem
 
-export function crossCheck (config: GatewayConfig): CrossProblem[] {
+/** One concern's check of a loaded config: problems with their config paths. */
+export type ConfigCheck = (config: GatewayConfig) => PathProblem[]
+
+/** The config's own cross-checks, then each of `concerns` in order. */
+export function crossCheck (config: GatewayConfig, concerns: readonly ConfigCheck[] = []): CrossProblem[] {
   return [
     ...checkPools(config),
     ...checkRoutes(config),
-    ...checkOperations(config),
     ...checkModels(config),
     ...checkFallbacks(config),
     ...checkLimits(config),
     ...checkErrors(config),
     ...checkJobs(config),
     ...checkForwarding(config),
-    ...checkAdmission(config),
-    ...checkAliases(config),
-    ...checkListings(config)
+    ...concerns.flatMap((check) => check(config))
   ]
 }
 
@@ -93,7 +92,6 @@ function checkRoutes (config: GatewayConfig): CrossProblem[] {
 function checkModels (config: GatewayConfig): CrossProblem[] {
   const out: CrossProblem[] = []
   const routed = new Set(entries(config.routes).map(([r]) => r.operation))
-  const table = operationsTable(config)
   const ids = new Map<string, number>()
   for (const [model, i] of entries(config.models)) {
     const first = isString(model.id) ? ids.get(model.id) : undefined
@@ -109,10 +107,6 @@ function checkModels (config: GatewayConfig): CrossProblem[] {
       if ((entry as { cap_output_tokens?: unknown } | null)?.cap_output_tokens === true && model.max_output_tokens === undefined) {
         out.push({ path: ['models', i, 'operations', operation, 'cap_output_tokens'], message: 'cap_output_tokens needs the model\'s max_output_tokens' })
       }
-    }
-    // A draft may be priced incompletely: it is not published, and publishing it checks the same.
-    if (model.status !== 'draft') {
-      for (const p of pricingProblems(model, table)) out.push({ ...p, path: ['models', i, ...p.path] })
     }
   }
   return out

@@ -1,9 +1,9 @@
-// loadConfig: read gateway.yaml and its includes, expand ${ENV}, validate against
-// schemas/, cross-check references, then freeze. Every problem of every stage is
-// collected with its file, line and column before anything is thrown.
-import { modelFactWarnings } from '../models/facts-check.js'
-import { builtinOperationsRaw } from '../operations/builtin.js'
-import { crossCheck } from './cross-check.js'
+// configLoader: read gateway.yaml and its includes, expand ${ENV}, validate against
+// schemas/, cross-check references (the config's own checks, then each concern's, handed in by
+// the composition root: plugins/gateway/config.ts), then freeze. Every problem of every stage
+// is collected with its file, line and column before anything is thrown.
+import { builtinOperationsRaw } from './builtin-operations.js'
+import { crossCheck, type ConfigCheck } from './cross-check.js'
 import type { Env, EnvUse } from './expand-env.js'
 import { ConfigError, formatPath, type ConfigProblem, type PathProblem, type PathSegment } from './problem.js'
 import { describeSchemaErrors } from './schema-errors.js'
@@ -34,6 +34,37 @@ export interface LoadedConfig {
   warnings?: ConfigProblem[]
 }
 
+/**
+ * What the concerns add to loading a config: their checks, run after the config's own
+ * cross-checks, and their warnings (what a config that loads leaves unsaid). The composition
+ * root's list fills it (CONFIG_CONCERNS, plugins/gateway/config.ts).
+ */
+export interface ConfigConcerns {
+  readonly checks: readonly ConfigCheck[]
+  readonly warnings: readonly ConfigCheck[]
+}
+
+export interface ConfigLoader {
+  /** Loads and validates a config file; throws ConfigError listing every problem. */
+  loadConfig: (file: string, env?: Env) => LoadedConfig
+  /** Every problem of a config file, in file order then line order; empty when it loads. */
+  checkConfig: (file: string, env?: Env) => ConfigProblem[]
+}
+
+/** The loader that runs `concerns`' checks and warnings beside the config's own. */
+export function configLoader (concerns: ConfigConcerns): ConfigLoader {
+  return {
+    loadConfig (file: string, env: Env = process.env): LoadedConfig {
+      const { problems, config, files, redact, warnings } = analyze(file, env, concerns)
+      if (problems.length > 0 || config === undefined) throw new ConfigError(problems)
+      return { config: deepFreeze(config), hash: configHash(config), files, redact, warnings }
+    },
+    checkConfig (file: string, env: Env = process.env): ConfigProblem[] {
+      return analyze(file, env, concerns).problems
+    }
+  }
+}
+
 interface Analysis {
   problems: ConfigProblem[]
   config: GatewayConfig | undefined
@@ -42,19 +73,7 @@ interface Analysis {
   warnings: ConfigProblem[]
 }
 
-/** Loads and validates a config file; throws ConfigError listing every problem. */
-export function loadConfig (file: string, env: Env = process.env): LoadedConfig {
-  const { problems, config, files, redact, warnings } = analyze(file, env)
-  if (problems.length > 0 || config === undefined) throw new ConfigError(problems)
-  return { config: deepFreeze(config), hash: configHash(config), files, redact, warnings }
-}
-
-/** Every problem of a config file, in file order then line order; empty when it loads. */
-export function checkConfig (file: string, env: Env = process.env): ConfigProblem[] {
-  return analyze(file, env).problems
-}
-
-function analyze (file: string, env: Env): Analysis {
+function analyze (file: string, env: Env, concerns: ConfigConcerns): Analysis {
   const sources = readSources(file, env)
   const files = sources.files.map((f) => f.file)
   const problems = [...sources.problems]
@@ -76,7 +95,7 @@ function analyze (file: string, env: Env): Analysis {
   const config = data as GatewayConfig
   let cross: PathProblem[] = []
   try {
-    cross = crossCheck(config)
+    cross = crossCheck(config, concerns.checks)
   } catch (err) {
     if (schemaProblems.length === 0) throw err
   }
@@ -87,7 +106,7 @@ function analyze (file: string, env: Env): Analysis {
 
   const sorted = sortProblems(problems, files)
   if (sorted.length > 0) return { problems: sorted, config: undefined, files, redact: redactText, warnings: [] }
-  const warnings = sortProblems(modelFactWarnings(config).map(place), files)
+  const warnings = sortProblems(concerns.warnings.flatMap((warn) => warn(config)).map(place), files)
   return { problems: sorted, config, files, redact: redactText, warnings }
 }
 

@@ -33,6 +33,7 @@ export { gatewayClientErrors, gatewayFrameworkErrors, type PipelineStats } from 
 export { newRequestId } from '../pipeline/request-id.js'
 export { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 export { listenFailure, startupLine } from './startup-error.js'
+export { checkConfig, CONFIG_CONCERNS, loadConfig } from './config.js'
 export { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage, type PlanSlices } from './plan.js'
 
 export interface GatewayOptions {

@@ -17,5 +17,5 @@ export { SECRET_FILE_NAME, ServerSecretError, resolveServerSecret } from './serv
 export type { ResolveServerSecretOptions, ResolvedServerSecret } from './server-secret.js'
 export { LocalInvalidationBus, parseInvalidationMessage } from './invalidation-bus.js'
 export type { InvalidationBus, InvalidationHandler, InvalidationMessage } from './invalidation-bus.js'
-export { RedisInvalidationBus } from './redis-invalidation-bus.js'
+export { KEY_INVALIDATION_CHANNEL, RedisInvalidationBus } from './redis-invalidation-bus.js'
 export type { RedisInvalidationBusOptions } from './redis-invalidation-bus.js'

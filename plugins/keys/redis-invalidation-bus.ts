@@ -13,6 +13,13 @@ import {
   parseInvalidationMessage,
 } from './invalidation-bus.js'
 
+/**
+ * Redis pub/sub channel on which store mutations are announced, so that every running
+ * instance drops its cached copy of a changed key or account. The server subscribes its
+ * KeyCache's RedisInvalidationBus to this channel; the CLI publishes on it.
+ */
+export const KEY_INVALIDATION_CHANNEL = 'model-gateway:keys'
+
 export interface RedisInvalidationBusOptions {
   /** Connection problems; default: a process warning per distinct message. */
   onError?: (err: Error) => void

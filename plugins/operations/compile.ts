@@ -4,7 +4,7 @@
 import type { GatewayConfig, JobRole, OperationConfig, TokenDialectName } from '../config/types.js'
 import { isObject } from '../config/problem.js'
 import type { OperationBounds, ParamPath } from '../shapes/index.js'
-import { builtinOperations } from './builtin.js'
+import { builtinOperations } from '../config/index.js'
 import { compileOperationFeatures, type OperationFeatures } from './feature-compile.js'
 
 /** How an answer of the operation is metered. */

@@ -3,7 +3,7 @@ export {
   type CompiledOperation, type CompiledOperations, type MeterSpec, type OperationJob
 } from './compile.js'
 export type { OperationBounds, ParamPath } from '../shapes/index.js'
-export { builtinOperations, builtinOperationsFile, builtinOperationsRaw } from './builtin.js'
+export { builtinOperations, builtinOperationsFile, builtinOperationsRaw } from '../config/index.js'
 export { checkBillableParameters, jobUnits, paramValue, type ParameterRange } from './billable-parameters.js'
 export { checkOperations } from './check.js'
 export { operationsPlugin } from './plugin.js'

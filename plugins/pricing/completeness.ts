@@ -5,7 +5,7 @@
 // catalogue leaves a draft without it out, and publishing a draft (admin API) is refused
 // without it (MODEL_PUBLISH_PRICING_REQUIRED). Pure and tolerant of a config that failed the
 // schema (the loader still runs the check then, to report every problem at once).
-import type { ModelConfig } from '../config/types.js'
+import type { GatewayConfig, ModelConfig } from '../config/types.js'
 import type { PathProblem } from '../config/problem.js'
 import { compilePrice, PriceConfigError } from './compile.js'
 import { featurePriceProblems } from './feature-check.js'
@@ -14,6 +14,20 @@ const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 /** Meter kinds under which a request bills nothing itself. */
 const FREE_METERS: ReadonlySet<unknown> = new Set(['none', 'job_poll'])
+
+/**
+ * Every model but a draft is completely priced against `operations` (operationsTable): a draft
+ * may be priced incompletely, as it is not published, and publishing it checks the same.
+ */
+export function checkPricing (config: GatewayConfig, operations: Record<string, unknown>): PathProblem[] {
+  const out: PathProblem[] = []
+  const models: readonly unknown[] = Array.isArray(config.models) ? config.models : []
+  models.forEach((model, i) => {
+    if (model === null || typeof model !== 'object' || (model as ModelConfig).status === 'draft') return
+    for (const p of pricingProblems(model as ModelConfig, operations)) out.push({ ...p, path: ['models', i, ...p.path] })
+  })
+  return out
+}
 
 /**
  * What keeps `model` from being completely priced, each problem with its path inside the model

@@ -5,8 +5,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
-import type { OperationConfig } from '../config/types.js'
-import { sectionValidator } from '../config/validate.js'
+import type { OperationConfig } from './types.js'
+import { sectionValidator } from './validate.js'
 
 /** config/operations.yaml of the package, found from this file in source (tsx) and in dist/. */
 export function builtinOperationsFile (): string {

@@ -1,9 +1,8 @@
 // `model-gateway check [file]`: validate a config without starting anything (our
 // `kong config parse`). Problems go to stderr, one per line; exit 1 when there are any.
 // Warnings go to stderr too, and leave the exit code 0.
-import type { Env } from './expand-env.js'
-import { loadConfig, type LoadedConfig } from './load.js'
-import { ConfigError, formatProblem } from './problem.js'
+import { ConfigError, formatProblem, type Env, type LoadedConfig } from '../config/index.js'
+import { loadConfig } from './config.js'
 
 export interface CommandIo {
   env: Env

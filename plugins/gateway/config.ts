@@ -1,0 +1,25 @@
+// Loading gateway.yaml with every concern's part: config/ loads, validates and runs the
+// config's own cross-checks, and imports no concern; this list, beside the plan's compile steps
+// (PLAN_STEPS, plan.ts), hands it each concern's check of its own sections and the warnings.
+// Every caller that loads a config (serve, hot reload, the CLI, `check`, the package entry)
+// loads it through here.
+import { configLoader, type ConfigConcerns, type GatewayConfig } from '../config/index.js'
+import { checkAdmission } from '../admission/index.js'
+import { checkListings } from '../listings/index.js'
+import { checkAliases, modelFactWarnings } from '../models/index.js'
+import { checkOperations, operationsTable } from '../operations/index.js'
+import { checkPricing } from '../pricing/index.js'
+
+/** Each concern's check, in order, run after the config's own; then the warnings. */
+export const CONFIG_CONCERNS: ConfigConcerns = Object.freeze({
+  checks: Object.freeze([
+    checkOperations,
+    (config: GatewayConfig) => checkPricing(config, operationsTable(config)),
+    checkAdmission,
+    checkAliases,
+    checkListings
+  ]),
+  warnings: Object.freeze([modelFactWarnings])
+})
+
+export const { loadConfig, checkConfig } = configLoader(CONFIG_CONCERNS)
