@@ -4,7 +4,7 @@
 // admin lines printed here are the ones that work under `npm start` too.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
-import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../plugins/admin/admin-server.js'
+import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../plugins/server/admin-server.js'
 import { loadConfig } from '../plugins/gateway/config.js'
 import { buildServer } from '../plugins/server/server.js'
 import { openServices } from '../plugins/gateway/index.js'

@@ -109,7 +109,7 @@ t.test('no concern compiles the raw config itself: the plan\'s compile steps are
   // for callers that hold a bare config and no plan (documented beside each).
   const allowed: Record<string, string[]> = {
     compileRoutes: ['plugins/gateway/plan.ts', 'plugins/pipeline/host.ts'],
-    compileCatalogue: ['plugins/gateway/plan.ts', 'plugins/pipeline/host.ts', 'plugins/admin/admin-server.ts', 'plugins/admin/routes.ts', 'plugins/admin/cli-runtime.ts'],
+    compileCatalogue: ['plugins/gateway/plan.ts', 'plugins/pipeline/host.ts', 'plugins/server/admin-server.ts', 'plugins/admin/routes.ts', 'plugins/admin/cli-runtime.ts'],
     compileOperations: ['plugins/gateway/plan.ts', 'plugins/routes/compile.ts', 'plugins/jobs/job-routes.ts'],
     compileModelTable: ['plugins/gateway/plan.ts', 'plugins/models/catalogue.ts'],
     compileUpstreamPlan: ['plugins/gateway/plan.ts', 'plugins/upstream/providers.ts'],

@@ -1,6 +1,5 @@
 // The operators' admin API (HTTP) and CLI commands, over one set of service functions.
 export { adminRoutes, adminTokenProblem, type AdminRoutesOptions } from './routes.js'
-export { adminListenAddress, adminStartupProblem, buildAdminServer, type AdminServerOptions } from './admin-server.js'
 export { AdminThrottle, type AdminThrottleOptions } from './throttle.js'
 export {
   adminContext,

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../admin/admin-server.js'
+import { adminListenAddress, adminStartupProblem, buildAdminServer } from './admin-server.js'
 import { ConfigError, formatProblem } from '../config/index.js'
 import type { GatewayConfig } from '../config/types.js'
 import { metricsConfig } from './server.js'

@@ -1,13 +1,11 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerFactory, type FastifyServerOptions } from 'fastify'
 import type { GatewayConfig } from '../config/types.js'
-import { ADMIN_PREFIX } from '../admin/constants.js'
-import { adminRoutes } from '../admin/routes.js'
 import { RedisInvalidationBus } from '../keys/redis-invalidation-bus.js'
 import { GatewayMetrics, metricsRoute } from '../metrics/index.js'
 import { serverBounds } from '../request/server-bounds.js'
-import { createUpstreamView, upstreamAdminRoutes } from '../upstream/index.js'
+import { createUpstreamView } from '../upstream/index.js'
 import { readinessProbe, readinessRoute, type ConfigState, type ReadinessProbe } from './readiness.js'
-import { readinessAdminRoute } from '../admin/config-routes.js'
+import { registerAdminApi } from './admin-api.js'
 import { compilePlan, gatewayClientErrors, gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
@@ -125,19 +123,15 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
   const upstreamView = gatewayOptions.upstreamView ?? createUpstreamView()
   await app.register(modelGateway, { ...gatewayOptions, plan, services, stats, upstreamView, ...(metrics !== null ? { metrics } : {}) })
   if (adminToken) {
-    await app.register(adminRoutes, {
-      prefix: ADMIN_PREFIX,
+    await registerAdminApi(app, {
       store: services.store,
       config: opts.config,
       catalogue: plan.catalogue,
       token: adminToken,
       clock: services.clock,
       flushRequestLog: async () => { await services.requestLog.flush() },
-      extraRoutes: async (app, ctx) => {
-        upstreamAdminRoutes(upstreamView)(app)
-        readinessAdminRoute(app, () => readiness)
-        ;(await import('../console/index.js')).consoleAdminRoutes(app, ctx)
-      }
+      upstreamView,
+      readiness: () => readiness
     })
   }
   return app

@@ -7,12 +7,13 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import { compileCatalogue, gatewayError, renderError, toOccurrence, type Catalogue } from '../errors/index.js'
 import type { AdminConfig, GatewayConfig } from '../config/types.js'
 import type { Clock, Store } from '../store/index.js'
-import { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
-import { adminRoutes, adminTokenProblem } from './routes.js'
-import type { AdminThrottle } from './throttle.js'
-import { createUpstreamView, upstreamAdminRoutes, type UpstreamView } from '../upstream/view.js'
+import { ADMIN_BODY_LIMIT_BYTES } from '../admin/constants.js'
+import { adminTokenProblem } from '../admin/routes.js'
+import type { AdminThrottle } from '../admin/throttle.js'
+import type { ConfigControl, ReadinessSource } from '../admin/config-routes.js'
+import type { UpstreamView } from '../upstream/view.js'
 import { metricsRoute, type GatewayMetrics } from '../metrics/index.js'
-import { configAdminRoutes, readinessAdminRoute, type ConfigControl, type ReadinessSource } from './config-routes.js'
+import { registerAdminApi } from './admin-api.js'
 
 export interface AdminServerOptions {
   config: GatewayConfig
@@ -93,8 +94,7 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
   })
   if (opts.metrics) metricsRoute(app, opts.metrics.metrics, opts.metrics.path)
   if (opts.token === undefined || opts.token === '') return app
-  await app.register(adminRoutes, {
-    prefix: ADMIN_PREFIX,
+  await registerAdminApi(app, {
     store: opts.store,
     config: opts.config,
     catalogue,
@@ -103,12 +103,9 @@ export async function buildAdminServer (opts: AdminServerOptions): Promise<Fasti
     ...(opts.throttle ? { throttle: opts.throttle } : {}),
     ...(opts.currentConfig ? { currentConfig: opts.currentConfig } : {}),
     ...(opts.flushRequestLog ? { flushRequestLog: opts.flushRequestLog } : {}),
-    extraRoutes: async (app, ctx) => {
-      upstreamAdminRoutes(opts.upstreamView ?? createUpstreamView())(app)
-      if (opts.control) configAdminRoutes(app, opts.control)
-      if (opts.readiness) readinessAdminRoute(app, opts.readiness)
-      ;(await import('../console/index.js')).consoleAdminRoutes(app, ctx)
-    }
+    ...(opts.upstreamView ? { upstreamView: opts.upstreamView } : {}),
+    ...(opts.control ? { control: opts.control } : {}),
+    ...(opts.readiness ? { readiness: opts.readiness } : {})
   })
   return app
 }
