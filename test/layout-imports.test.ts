@@ -1,8 +1,10 @@
 // The production tree stands alone: nothing under plugins/ (or a built bin script) reaches into
 // test/, so the build and the mounted package never carry test helpers (they live in test/helpers/).
-// And neighbours that meet through an interface do not import each other (upstream and jobs); the
-// folders that still import each other are listed, and the list may only shrink.
-import { readFileSync } from 'node:fs'
+// And the layers hold: neighbours that meet through an interface do not import each other
+// (upstream and jobs), no two folders import each other at all, the pipeline host imports no
+// concern, and the imports that still reach past a concern's index.ts are listed, a list that
+// may only shrink.
+import { existsSync, readFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import t from 'tap'
 import { ROOT, tsSources } from './helpers/paths.js'
@@ -88,4 +90,103 @@ function twoWayPairs (): string[] {
 // concerns' config checks handed to config/ by the composition root).
 t.test('no two folders under plugins/ import each other', async (t) => {
   t.strictSame(twoWayPairs(), [])
+})
+
+/**
+ * The concerns: the folders the composition root takes a gateway plugin from (`import {
+ * authPlugin } from '../auth/index.js'` in plugins/gateway/index.ts). Read from the root, so a
+ * new concern counts the day it is listed there.
+ */
+function concerns (): string[] {
+  const root = readFileSync(join(plugins, 'gateway', 'index.ts'), 'utf8')
+  const out = new Set<string>()
+  for (const m of root.matchAll(/^import \{([^}]*)\} from '\.\.\/([^/']+)\/index\.js'/gm)) {
+    const names = (m[1] ?? '').split(',').map((n) => n.trim()).filter((n) => !n.startsWith('type '))
+    if (names.some((n) => /^[a-z]\w*Plugin$/.test(n))) out.add(m[2] ?? '')
+  }
+  return [...out].sort()
+}
+
+/** Each cross-folder import of a module of `folder`, as `from-file -> target` (paths under plugins/). */
+function importsInto (folders: ReadonlySet<string>): Array<{ from: string, target: string }> {
+  const out: Array<{ from: string, target: string }> = []
+  for (const file of tsSources(plugins)) {
+    const from = relative(plugins, file)
+    for (const s of specifiers(readFileSync(file, 'utf8'))) {
+      const target = relative(plugins, resolve(file, '..', s))
+      if (target.startsWith('..') || !target.includes('/')) continue
+      const folder = target.split('/')[0] ?? ''
+      if (folder !== from.split('/')[0] && folders.has(folder)) out.push({ from, target })
+    }
+  }
+  return out
+}
+
+t.test('the concerns are read from the composition root, each a folder with an index.ts', async (t) => {
+  const list = concerns()
+  t.ok(list.length >= 12, `found the concerns (${list.join(', ')})`)
+  for (const c of ['auth', 'models', 'upstream', 'wallet']) t.ok(list.includes(c), `${c} is a concern`)
+  t.notOk(list.includes('pipeline'), 'the host is not a concern (GatewayPlugin is a type)')
+  for (const c of list) t.ok(existsSync(join(plugins, c, 'index.ts')), `plugins/${c}/index.ts exists`)
+})
+
+// The host runs the phases and knows no concern: it imports the foundation (config, errors,
+// routes) and the plain shapes, never a folder the composition root takes a plugin from.
+t.test('the pipeline host imports no concern', async (t) => {
+  const list = new Set(concerns())
+  const files = tsSources(join(plugins, 'pipeline'))
+  t.ok(files.length >= 4, `scanned plugins/pipeline (${files.length} files)`)
+  for (const file of files) {
+    const into = specifiers(readFileSync(file, 'utf8'))
+      .map((s) => relative(plugins, resolve(file, '..', s)).split('/')[0] ?? '')
+      .filter((folder) => list.has(folder))
+    t.strictSame(into, [], `${relative(root, file)} imports no concern`)
+  }
+})
+
+// Another folder reaches a concern through its index.ts. The imports that still go past it are
+// listed (37 when this test was written; on main before issue 28's layering, 43), and the
+// list may only shrink: a new one fails here, and one taken through the index must leave the list.
+t.test('imports past a concern\'s index.ts from another folder are exactly the known ones', async (t) => {
+  const list = new Set(concerns())
+  const past = importsInto(list).filter(({ target }) => !/^[^/]+\/index\.(js|ts)$/.test(target))
+  t.strictSame([...new Set(past.map(({ from, target }) => `${from} -> ${target}`))].sort(), [
+    'admin/routes.ts -> access-log/route-calls.js',
+    'admin/service.ts -> wallet/bound.js',
+    'admin/service.ts -> wallet/wallet.js',
+    'admin/usage.ts -> wallet/wallet.js',
+    'admission/index.ts -> operations/billable-parameters.js',
+    'console/index.ts -> access-log/route-calls.js',
+    'gateway/plan.ts -> auth/key-headers.js',
+    'gateway/plan.ts -> jobs/job-routes.js',
+    'gateway/plan.ts -> limits/policy.js',
+    'gateway/plan.ts -> listings/compile.js',
+    'gateway/plan.ts -> models/catalogue.js',
+    'gateway/plan.ts -> operations/compile.js',
+    'gateway/plan.ts -> request/body.js',
+    'gateway/plan.ts -> upstream/providers.js',
+    'listings/compile.ts -> operations/compile.js',
+    'listings/index.ts -> models/catalogue.js',
+    'listings/index.ts -> models/model-id.js',
+    'metering/feature-usage.ts -> operations/feature-compile.js',
+    'metering/include-usage.ts -> request/json-bytes.js',
+    'metering/meter-types.ts -> operations/compile.js',
+    'metering/passthrough.ts -> operations/image-tier-check.js',
+    'metering/passthrough.ts -> request/body-rules.js',
+    'metering/passthrough.ts -> request/json-model.js',
+    'metering/passthrough.ts -> request/multipart-model.js',
+    'metering/passthrough.ts -> request/uses-caps.js',
+    'metering/translator.ts -> operations/compile.js',
+    'models/capabilities.ts -> admission/magic.js',
+    'operations/billable-parameters.ts -> request/multipart-model.js',
+    'operations/features-plugin.ts -> request/uses-caps.js',
+    'operations/uses-caps.ts -> request/uses-caps.js',
+    'routes/compile.ts -> operations/compile.js',
+    'server/reload.ts -> request/server-bounds.js',
+    'server/server.ts -> request/server-bounds.js',
+    'upstream/forward-phase.ts -> models/catalogue.js',
+    'upstream/index.ts -> models/catalogue.js',
+    'wallet/hold.ts -> operations/image-tier-check.js',
+    'wallet/settle.ts -> models/catalogue.js'
+  ])
 })

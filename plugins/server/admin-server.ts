@@ -11,7 +11,7 @@ import { ADMIN_BODY_LIMIT_BYTES } from '../admin/constants.js'
 import { adminTokenProblem } from '../admin/routes.js'
 import type { AdminThrottle } from '../admin/throttle.js'
 import type { ConfigControl, ReadinessSource } from '../admin/config-routes.js'
-import type { UpstreamView } from '../upstream/view.js'
+import type { UpstreamView } from '../upstream/index.js'
 import { metricsRoute, type GatewayMetrics } from '../metrics/index.js'
 import { registerAdminApi } from './admin-api.js'
 
