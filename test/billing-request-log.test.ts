@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { openStore } from '../plugins/store/index.js'
 import type { RequestLogRow } from '../plugins/store/request-log/types.js'
 import { dumpAllTables, TEST_DATABASE_URL, TEST_SECRET } from './helpers/store.js'
-import type { RequestLogView } from '../plugins/admin/views.js'
+import type { RequestLogView } from '../plugins/accounts/views.js'
 import { dropSchema, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
 import { adminClient, checkWalletAgainstRows, codePoints, expectedCost, ledgerState, nanos, priceOf, settledRow, sleep, tokensFromChars } from './helpers/billing.js'
 

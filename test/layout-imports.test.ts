@@ -151,9 +151,9 @@ t.test('imports past a concern\'s index.ts from another folder are exactly the k
   const list = new Set(concerns())
   const past = importsInto(list).filter(({ target }) => !/^[^/]+\/index\.(js|ts)$/.test(target))
   t.strictSame([...new Set(past.map(({ from, target }) => `${from} -> ${target}`))].sort(), [
+    'accounts/service.ts -> wallet/bound.js',
+    'accounts/service.ts -> wallet/wallet.js',
     'admin/routes.ts -> access-log/route-calls.js',
-    'admin/service.ts -> wallet/bound.js',
-    'admin/service.ts -> wallet/wallet.js',
     'admin/usage.ts -> wallet/wallet.js',
     'admission/index.ts -> operations/billable-parameters.js',
     'console/index.ts -> access-log/route-calls.js',

@@ -6,7 +6,7 @@ import type { CommandIo } from '../gateway/check-command.js'
 import { loadConfig } from '../gateway/config.js'
 import { KEY_INVALIDATION_CHANNEL, RedisInvalidationBus } from '../keys/index.js'
 import { openStore } from '../store/index.js'
-import { type AdminContext, adminContext } from './service.js'
+import { type AdminContext, adminContext } from '../accounts/service.js'
 
 export type { CommandIo } from '../gateway/check-command.js'
 

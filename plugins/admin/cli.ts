@@ -10,7 +10,7 @@ import {
   processIo,
   runOperation,
 } from './cli-runtime.js'
-import * as admin from './service.js'
+import * as admin from '../accounts/service.js'
 import { getKeyUsage, resetKeyUsage } from './usage.js'
 import { ACCOUNTS_USAGE, KEYS_USAGE, MODELS_USAGE, REQUESTS_USAGE, TIERS_USAGE, WALLET_USAGE } from './cli-usage.js'
 export { ACCOUNTS_USAGE, KEYS_USAGE, MODELS_USAGE, REQUESTS_USAGE, TIERS_USAGE, WALLET_USAGE }

@@ -1,4 +1,5 @@
-// The operators' admin API (HTTP) and CLI commands, over one set of service functions.
+// The operators' admin API (HTTP) and CLI commands, over the account and key service
+// (plugins/accounts/, which the console uses too).
 export { adminRoutes, adminTokenProblem, type AdminRoutesOptions } from './routes.js'
 export { AdminThrottle, type AdminThrottleOptions } from './throttle.js'
 export {
@@ -15,15 +16,10 @@ export {
   updateAccount,
   updateKey,
   type AdminContext,
-} from './service.js'
+} from '../accounts/index.js'
 export { getModel, listModels, MODEL_ACTIONS, resetModelStatus, setModelStatus, type ModelAction } from './models.js'
-export type { AccountView, KeyStatus, KeyView, ModelView, Page, PricingProblemView, RevealedKeyView } from './views.js'
-export { accountView, formatMinorUnits, keyView, modelView } from './views.js'
+export type { AccountView, KeyStatus, KeyView, ModelView, Page, PricingProblemView, RevealedKeyView } from '../accounts/index.js'
+export { accountView, formatMinorUnits, keyView, modelView } from '../accounts/index.js'
 export { KEY_INVALIDATION_CHANNEL } from '../keys/index.js'
-export {
-  ADMIN_BODY_LIMIT_BYTES,
-  ADMIN_PREFIX,
-  DEFAULT_PAGE_LIMIT,
-  MAX_PAGE_LIMIT,
-  MINOR_UNIT_DIGITS,
-} from './constants.js'
+export { ADMIN_BODY_LIMIT_BYTES, ADMIN_PREFIX } from './constants.js'
+export { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MINOR_UNIT_DIGITS } from '../accounts/index.js'

@@ -13,8 +13,8 @@ import { effectiveStatus } from '../models/index.js'
 import { pricingProblems } from '../pricing/completeness.js'
 import { createModelStatusStore, type ModelStatusStore, type StoredModelStatus } from '../store/model-status.js'
 import type { StoreBackend } from '../store/types.js'
-import type { AdminContext } from './service.js'
-import { type ModelView, type Page, type PricingProblemView, modelView } from './views.js'
+import type { AdminContext } from '../accounts/service.js'
+import { type ModelView, type Page, type PricingProblemView, modelView } from '../accounts/views.js'
 import { operationsTable } from '../operations/index.js'
 
 /** What each action stores; `unpublish` takes the model out of the published catalogue. */

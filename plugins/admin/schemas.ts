@@ -6,7 +6,7 @@ import { Ajv } from 'ajv'
 import type { FastifySchema } from 'fastify'
 import type { ErrorCode } from '../errors/index.js'
 import { gatewayError } from '../errors/index.js'
-import { MAX_CREDIT_UNITS } from './service.js'
+import { MAX_CREDIT_UNITS } from '../accounts/service.js'
 
 /** Money as the admin API writes it: a decimal string, at most 9 decimals (nano-units inside). */
 const MONEY = { type: 'string', pattern: '^[0-9]{1,19}(\\.[0-9]{1,9})?$', maxLength: 40 } as const

@@ -4,7 +4,7 @@ import { addDays, capPeriods, startOfLocalDay } from '../store/ledger/index.js'
 import type { KeyUsageRow } from '../store/ledger/index.js'
 import type { ApiKeyRecord } from '../store/types.js'
 import { formatMoney } from '../pricing/money.js'
-import { keyNotFound, type AdminContext } from './service.js'
+import { keyNotFound, type AdminContext } from '../accounts/service.js'
 import { createWallet } from '../wallet/wallet.js'
 
 export interface CapUsageView {

@@ -5,8 +5,8 @@
 // signed-in account: another account's key is AUTH_API_KEY_NOT_FOUND, another user's session
 // AUTH_SESSION_NOT_FOUND. Showing or minting a key's plaintext needs a recent sign-in.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import * as admin from '../admin/service.js'
-import type { AdminContext } from '../admin/service.js'
+import * as admin from '../accounts/service.js'
+import type { AdminContext } from '../accounts/service.js'
 import { adminValidatorCompiler, schemaRefusal } from '../admin/schemas.js'
 import type { ConsoleConfig } from '../config/types.js'
 import { classify, gatewayError, renderError, toOccurrence, type Catalogue } from '../errors/index.js'

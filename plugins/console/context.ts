@@ -1,7 +1,7 @@
 // What the console's route files share: their dependencies, built once per console (api.ts),
 // and the small checks of a JSON body every open route makes.
 import type { FastifyRequest } from 'fastify'
-import type { AdminContext } from '../admin/service.js'
+import type { AdminContext } from '../accounts/service.js'
 import type { ConsoleConfig } from '../config/types.js'
 import { gatewayError } from '../errors/index.js'
 import type { Store } from '../store/index.js'

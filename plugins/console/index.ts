@@ -4,7 +4,7 @@
 // routes (config `console.enabled`), on the same store, so it costs model requests nothing.
 import type { FastifyInstance } from 'fastify'
 import { logRouteCalls } from '../access-log/route-calls.js'
-import { adminContext, type AdminContext } from '../admin/service.js'
+import { adminContext, type AdminContext } from '../accounts/service.js'
 import { ADMIN_SCHEMAS } from '../admin/schemas.js'
 import type { GatewayConfig } from '../config/types.js'
 import { gatewayError, type Catalogue } from '../errors/index.js'

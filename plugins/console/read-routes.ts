@@ -2,9 +2,9 @@
 // parameter has a route schema (api.ts gives the routes without one an empty one), so a bad
 // value or an unknown name is a 400 REQUEST_INVALID naming it, never a 500.
 import type { FastifyInstance } from 'fastify'
-import * as admin from '../admin/service.js'
+import * as admin from '../accounts/service.js'
 import { listModels } from '../admin/models.js'
-import { requestLogView } from '../admin/views.js'
+import { requestLogView } from '../accounts/views.js'
 import { gatewayError } from '../errors/index.js'
 import { formatMoney } from '../pricing/money.js'
 import { InvalidCursorError } from '../store/index.js'

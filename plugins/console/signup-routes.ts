@@ -5,7 +5,7 @@
 // whether the address is registered, pending or unknown, except sign-up itself (409).
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import * as admin from '../admin/service.js'
+import * as admin from '../accounts/service.js'
 import { gatewayError } from '../errors/index.js'
 import { clientSubject, objectBody, passwordField, type ConsoleDeps } from './context.js'
 import { invalidCode } from './email-codes.js'

@@ -3,7 +3,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test as Tap } from 'tap'
 import { ADMIN_PREFIX, adminRoutes } from '../../plugins/admin/index.js'
-import { MAX_BALANCE, MAX_CREDIT_UNITS } from '../../plugins/admin/service.js'
+import { MAX_BALANCE, MAX_CREDIT_UNITS } from '../../plugins/accounts/service.js'
 import { loadConfig } from '../../plugins/gateway/config.js'
 import { newRequestId } from '../../plugins/gateway/index.js'
 import { formatMoney } from '../../plugins/pricing/money.js'

@@ -1,4 +1,5 @@
-// The operators' operations, shared by the admin HTTP API and the CLI: input arrives as
+// The account and key service: the operators' operations, shared by the admin HTTP API, the CLI
+// and (for an account's own keys and wallet) the console: input arrives as
 // untrusted JSON (`unknown`), is validated here once, and every refusal is a catalogue code.
 //
 // Missing resources: a key answers AUTH_API_KEY_NOT_FOUND (404, param `key_id`). The catalogue
