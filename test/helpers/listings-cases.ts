@@ -18,6 +18,8 @@ import { modelOf, writeTestConfig } from './test-config.js'
  */
 const CHAT_MODELS = [
   'openai/gpt-4o', 'openai/gpt-4o-mini', 'genai/gemini-2.5-flash', 'openai/gpt-image-1', 'openai/gpt-image-1-edit',
+  // Claude serves chat.completions too (Anthropic's OpenAI-compatible endpoint).
+  'anthropic/claude-sonnet-4', 'anthropic/claude-haiku-3.5',
   'openai/whisper-1', 'openai/gpt-4o-mini-transcribe', 'openai/tts-1', 'openai/gpt-4o-mini-tts', 'openai/sora-2', 'music/melody-1'
 ].sort()
 const MESSAGES_MODELS = ['anthropic/claude-sonnet-4', 'anthropic/claude-haiku-3.5'].sort()
