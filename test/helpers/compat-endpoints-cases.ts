@@ -249,6 +249,27 @@ export function compatEndpointCases (t: Test, backend: Backend): void {
     t.equal(after.entries.length, before.entries.length, 'nothing held or billed')
   })
 
+  t.test('the shipped aliases: a key restricted to one model calls it by its bare names; allowed models, price and X-Gateway-Model read the catalogue id', async (t) => {
+    const created = await gw.services.store.keys.create({ accountId: gw.account.id, name: 'sonnet only', allowedModels: ['anthropic/claude-sonnet-4'] })
+    if (!created.ok) throw new Error(created.error)
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: created.value.plaintext, maxRetries: 0 })
+    const claude = ENDPOINTS.find((ep) => ep.model === 'anthropic/claude-sonnet-4')
+    if (claude === undefined) throw new Error('no Claude endpoint')
+    for (const alias of ['claude-sonnet-4', 'claude-sonnet-4-20250514', 'claude-sonnet-4-0']) {
+      const { response } = await client.chat.completions.create({ model: alias, messages: [{ role: 'user', content: 'hi' }] }).withResponse()
+      t.equal(response.headers.get('x-gateway-model'), 'anthropic/claude-sonnet-4', `${alias}: X-Gateway-Model is the catalogue id`)
+      const row = await settledRow(gw, response.headers.get('x-request-id') ?? '')
+      const call = anthropic.calls.at(-1)
+      t.equal(call?.model, 'claude-sonnet-4-20250514', `${alias}: the provider receives upstream_model`)
+      t.equal(row.cost, expectedCost(priceOf('anthropic/claude-sonnet-4'), unitsOf(claude, call?.usage ?? null)), `${alias}: billed at anthropic/claude-sonnet-4's price`)
+    }
+    for (const other of ['claude-3-5-haiku-20241022', 'gpt-4o-mini', 'gemini-2.5-flash']) {
+      const err = await failure(client.chat.completions.create({ model: other, messages: [{ role: 'user', content: 'hi' }] }))
+      t.match(err.error, { code: 'MODEL_ACCESS_DENIED' }, `${other}: the alias of a model the key may not use is refused`)
+    }
+    t.equal(anthropic.calls.length, 3, 'only the allowed calls were forwarded')
+  })
+
   t.test('Claude\'s max_tokens above the model\'s max_output_tokens is lowered to it (cap_output_tokens), as on /v1/messages', async (t) => {
     await openai.chat.completions.create({ model: 'anthropic/claude-haiku-3.5', max_tokens: 100_000, messages: [{ role: 'user', content: 'hi' }] })
     t.equal(field(only(anthropic).json, 'max_tokens'), 8192, 'claude-haiku-3.5\'s max_output_tokens')
