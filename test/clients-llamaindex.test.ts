@@ -17,6 +17,11 @@ const num = (v: unknown): number => {
 }
 const field = (v: unknown, key: string): unknown => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined)
 
+type Messages = Array<{ role: 'user', content: string }>
+/** A class's `chat`, plain and streamed (both classes' shapes). */
+type Chat = (p: { messages: Messages }) => Promise<{ message: { content: unknown }, raw: unknown }>
+type StreamChat = (p: { messages: Messages, stream: true }) => Promise<AsyncIterable<{ delta: string }>>
+
 async function clientsOn (t: Test, backend: Backend): Promise<void> {
   const gw = await startTestGateway({ backend })
   t.teardown(() => gw.close())
@@ -34,6 +39,24 @@ async function clientsOn (t: Test, backend: Backend): Promise<void> {
     return { inputTokens: r.inputTokens, outputTokens: r.outputTokens }
   }
 
+  /** What one call should leave: the upstream path it reached, its request log route and catalogue model. */
+  interface Expected { path: string, route: string, model: string }
+
+  async function plainChat (t: Test, chat: Chat, prompt: string, want: Expected, units: (raw: unknown) => { inputTokens: number, outputTokens: number }): Promise<void> {
+    const r = await chat({ messages: [{ role: 'user', content: prompt }] })
+    t.equal(r.message.content, replyChunks(prompt, 5).join(''), 'the reply')
+    t.equal(lastCall().path, want.path, 'the bare name reaches the provider as its upstream model')
+    assertBilled(t, await rows.next(), { route: want.route, model: want.model, stream: false, units: units(r.raw) })
+  }
+
+  async function streamedChat (t: Test, chat: StreamChat, prompt: string, want: Expected): Promise<void> {
+    let text = ''
+    for await (const chunk of await chat({ messages: [{ role: 'user', content: prompt }], stream: true })) text += chunk.delta
+    t.equal(text, replyChunks(prompt, 5).join(''), 'the streamed reply')
+    t.equal(lastCall().path, want.path)
+    assertBilled(t, await rows.next(), { route: want.route, model: want.model, stream: true, units: reported() })
+  }
+
   t.test('OpenAI class, model gpt-4o-mini', async (t) => {
     const llm = (model: string): OpenAI => new OpenAI({ model, apiKey: gw.key, baseURL: `${gw.url}/v1`, maxRetries: 0 })
 
@@ -43,23 +66,19 @@ async function clientsOn (t: Test, backend: Backend): Promise<void> {
       t.ok(llm('gpt-4o-mini').supportToolCall, 'tool calls on')
     })
 
+    const want = { path: '/v1/chat/completions', route: 'POST /v1/chat/completions', model: 'openai/gpt-4o-mini' }
+
     t.test('chat', async (t) => {
-      const prompt = 'hello from LlamaIndex'
-      const r = await llm('gpt-4o-mini').chat({ messages: [{ role: 'user', content: prompt }] })
-      t.equal(r.message.content, replyChunks(prompt, 5).join(''), 'the reply')
-      t.match(lastCall(), { path: '/v1/chat/completions', model: 'gpt-4o-mini' }, 'the provider receives its own model name')
-      const usage = field(r.raw, 'usage')
-      const units = { inputTokens: num(field(usage, 'prompt_tokens')), outputTokens: num(field(usage, 'completion_tokens')) }
-      assertBilled(t, await rows.next(), { route: 'POST /v1/chat/completions', model: 'openai/gpt-4o-mini', stream: false, units })
+      await plainChat(t, async (p) => await llm('gpt-4o-mini').chat(p), 'hello from LlamaIndex', want, (raw) => {
+        const usage = field(raw, 'usage')
+        return { inputTokens: num(field(usage, 'prompt_tokens')), outputTokens: num(field(usage, 'completion_tokens')) }
+      })
+      t.equal(lastCall().model, 'gpt-4o-mini', 'the provider receives its own model name')
     })
 
     t.test('stream (LlamaIndex asks for no usage: the gateway does, and bills it)', async (t) => {
-      const prompt = 'stream from LlamaIndex'
-      let text = ''
-      for await (const chunk of await llm('gpt-4o-mini').chat({ messages: [{ role: 'user', content: prompt }], stream: true })) text += chunk.delta
-      t.equal(text, replyChunks(prompt, 5).join(''), 'the streamed reply')
+      await streamedChat(t, async (p) => await llm('gpt-4o-mini').chat(p), 'stream from LlamaIndex', want)
       t.match(lastCall().json, { stream: true, stream_options: { include_usage: true } })
-      assertBilled(t, await rows.next(), { route: 'POST /v1/chat/completions', model: 'openai/gpt-4o-mini', stream: true, units: reported() })
     })
   })
 
@@ -76,22 +95,16 @@ async function clientsOn (t: Test, backend: Backend): Promise<void> {
     })
 
     t.test('chat', async (t) => {
-      const prompt = 'hello Gemini from LlamaIndex'
-      const r = await llm().chat({ messages: [{ role: 'user', content: prompt }] })
-      t.equal(r.message.content, replyChunks(prompt, 5).join(''), 'the reply')
-      t.equal(lastCall().path, '/v1beta/models/gemini-2.5-flash:generateContent', 'the alias reaches the provider as its upstream model')
-      const usage = field(r.raw, 'usageMetadata')
-      const units = { inputTokens: num(field(usage, 'promptTokenCount')), outputTokens: num(field(usage, 'candidatesTokenCount')) }
-      assertBilled(t, await rows.next(), { route: 'POST /genai/v1beta/models/{model}:generateContent', model: 'genai/gemini-2.5-flash', stream: false, units })
+      const want = { path: '/v1beta/models/gemini-2.5-flash:generateContent', route: 'POST /genai/v1beta/models/{model}:generateContent', model: 'genai/gemini-2.5-flash' }
+      await plainChat(t, async (p) => await llm().chat(p), 'hello Gemini from LlamaIndex', want, (raw) => {
+        const usage = field(raw, 'usageMetadata')
+        return { inputTokens: num(field(usage, 'promptTokenCount')), outputTokens: num(field(usage, 'candidatesTokenCount')) }
+      })
     })
 
     t.test('stream', async (t) => {
-      const prompt = 'stream Gemini from LlamaIndex'
-      let text = ''
-      for await (const chunk of await llm().chat({ messages: [{ role: 'user', content: prompt }], stream: true })) text += chunk.delta
-      t.equal(text, replyChunks(prompt, 5).join(''), 'the streamed reply')
-      t.equal(lastCall().path, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse')
-      assertBilled(t, await rows.next(), { route: 'POST /genai/v1beta/models/{model}:streamGenerateContent', model: 'genai/gemini-2.5-flash', stream: true, units: reported() })
+      const want = { path: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', route: 'POST /genai/v1beta/models/{model}:streamGenerateContent', model: 'genai/gemini-2.5-flash' }
+      await streamedChat(t, async (p) => await llm().chat(p), 'stream Gemini from LlamaIndex', want)
     })
   })
 }
