@@ -133,7 +133,7 @@ export function providerCases (t: Test, backend: Backend, names: readonly string
       const mock = mockOf()
       mock.reset()
       // Cache hits and reasoning, so each dialect's own fields for them are read (or ignored) as the provider means them.
-      mock.setBehaviour({ cachedTokens: 4, reasoningTokens: 3 })
+      mock.setBehaviour({ cachedTokens: 4, reasoningTokens: 3, inputTokens: 24 })
       const { data, response } = await openai.chat.completions.create({
         model: p.model,
         messages: [{ role: 'user', content: `hello ${name}, tell me about the gateway in a few words` }]
@@ -149,13 +149,14 @@ export function providerCases (t: Test, backend: Backend, names: readonly string
       t.notOk(Object.values(call.headers).some((v) => v.includes(gw.key)), 'the client\'s gateway key never reaches the provider')
       const row = await rowOf(gw, response.headers.get('x-request-id'))
       t.equal(row.billingStatus, 'BILLED')
+      t.equal(row.usageReported, true, 'the usage is the provider\'s, not an estimate')
       t.equal(row.cost, billOf(call), `billed ${name}'s reported usage × the YAML price: ${JSON.stringify(call.usage)}`)
     })
 
     t.test(`${name}: a stream through the OpenAI SDK, billed from the provider's stream usage`, async (t) => {
       const mock = mockOf()
       mock.reset()
-      mock.setBehaviour({ cachedTokens: 2, reasoningTokens: 5, chunks: 6 })
+      mock.setBehaviour({ cachedTokens: 2, reasoningTokens: 5, chunks: 6, inputTokens: 17 })
       const before = await ledgerState(gw)
       const { data: stream, response } = await openai.chat.completions.create({
         model: p.model,
@@ -180,6 +181,7 @@ export function providerCases (t: Test, backend: Backend, names: readonly string
       t.not(call.usage, null, 'the provider reported its usage in the stream')
       const row = await rowOf(gw, response.headers.get('x-request-id'))
       t.equal(row.billingStatus, 'BILLED')
+      t.equal(row.usageReported, true, 'the usage is the provider\'s, not an estimate')
       t.equal(row.cost, billOf(call), `billed the stream's reported usage × the YAML price: ${JSON.stringify(call.usage)}`)
       const after = await ledgerState(gw)
       t.equal(after.charged - before.charged, row.cost, 'the ledger charge is the request log\'s cost')
