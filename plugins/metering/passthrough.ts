@@ -37,8 +37,9 @@ function editedBody (ctx: RequestContext, model: CompiledModel | null): Buffer |
 
 /**
  * A stream of an operation that may get a usage chunk (`op.usageChunk`: chat completions) always
- * asks the upstream for it (unless the model's provider sends it unasked), so the charge is reported rather than estimated; `filter` is true
- * when the client did not ask for it, and the chunk must then be dropped from its stream.
+ * asks the upstream for it (unless the model's provider sends it unasked), so the charge is
+ * reported rather than estimated; `filter` is true when the client did not ask for it, and the
+ * chunk must then be dropped from its stream.
  */
 function withUsageRequested (ctx: RequestContext, model: CompiledModel | null, body: Buffer | undefined): UpstreamBody {
   if (!body || !ctx.plan.op.usageChunk || ctx.body?.kind !== 'json' || ctx.body.json.stream !== true) return { body, filter: false }

@@ -7,7 +7,7 @@
 import { OpenAI } from 'openai'
 import type { Test } from 'tap'
 import type { JsonObject } from '../fixtures/mock-upstream/text.js'
-import { startProviderMockByName, type ProviderCall, type ProviderMock, type ProviderName } from '../fixtures/providers/index.js'
+import { PROVIDER_DIALECTS, startProviderMockByName, type ProviderCall, type ProviderMock, type ProviderName } from '../fixtures/providers/index.js'
 import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
 import { expectedCost, ledgerState, priceOf, settledRow } from './billing.js'
 import { startTestGateway, type Backend, type TestGateway } from './gateway.js'
@@ -132,8 +132,9 @@ export function providerCases (t: Test, backend: Backend, names: readonly string
     t.test(`${name}: a plain answer through the OpenAI SDK, billed from the provider's usage`, async (t) => {
       const mock = mockOf()
       mock.reset()
-      // Cache hits and reasoning, so each dialect's own fields for them are read (or ignored) as the provider means them.
-      mock.setBehaviour({ cachedTokens: 4, reasoningTokens: 3, inputTokens: 24 })
+      // Cache hits and reasoning, so each dialect's own fields for them are read (or ignored) as the
+      // provider means them; keep-alives before the answer where the provider sends them (DeepSeek, OpenRouter).
+      mock.setBehaviour({ cachedTokens: 4, reasoningTokens: 3, inputTokens: 24, keepAlives: 2 })
       const { data, response } = await openai.chat.completions.create({
         model: p.model,
         messages: [{ role: 'user', content: `hello ${name}, tell me about the gateway in a few words` }]
@@ -147,6 +148,9 @@ export function providerCases (t: Test, backend: Backend, names: readonly string
       const upstreamModel = gw.config.models.find((m) => m.id === p.model)?.upstream_model
       t.equal((call.json as JsonObject | undefined)?.model, upstreamModel, 'the provider\'s model name (Azure: the deployment\'s), not the catalogue id')
       t.notOk(Object.values(call.headers).some((v) => v.includes(gw.key)), 'the client\'s gateway key never reaches the provider')
+      if (PROVIDER_DIALECTS[p.name].chat.keepAlive !== undefined) {
+        t.match(call.response?.toString('utf8') ?? '', /^\s*\n\s*\{/, 'the provider sent keep-alive lines before its JSON, which the meter skips')
+      }
       const row = await rowOf(gw, response.headers.get('x-request-id'))
       t.equal(row.billingStatus, 'BILLED')
       t.equal(row.usageReported, true, 'the usage is the provider\'s, not an estimate')
@@ -156,7 +160,7 @@ export function providerCases (t: Test, backend: Backend, names: readonly string
     t.test(`${name}: a stream through the OpenAI SDK, billed from the provider's stream usage`, async (t) => {
       const mock = mockOf()
       mock.reset()
-      mock.setBehaviour({ cachedTokens: 2, reasoningTokens: 5, chunks: 6, inputTokens: 17 })
+      mock.setBehaviour({ cachedTokens: 2, reasoningTokens: 5, chunks: 6, inputTokens: 17, keepAlives: 2 })
       const before = await ledgerState(gw)
       const { data: stream, response } = await openai.chat.completions.create({
         model: p.model,
