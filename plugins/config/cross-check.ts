@@ -8,7 +8,7 @@ import { checkAliases } from '../models/aliases.js'
 import { checkOperations } from '../operations/check.js'
 import { operationsTable, pricingProblems } from '../pricing/completeness.js'
 import type { GatewayConfig, ModelConfig } from './types.js'
-import { formatPath, isString, type PathProblem, type PathSegment } from './problem.js'
+import { formatPath, isObject, isString, type PathProblem, type PathSegment } from './problem.js'
 
 export type CrossProblem = PathProblem
 
@@ -108,11 +108,28 @@ function checkModels (config: GatewayConfig): CrossProblem[] {
       if ((entry as { cap_output_tokens?: unknown } | null)?.cap_output_tokens === true && model.max_output_tokens === undefined) {
         out.push({ path: ['models', i, 'operations', operation, 'cap_output_tokens'], message: 'cap_output_tokens needs the model\'s max_output_tokens' })
       }
+      out.push(...meterProblems(table[operation], (entry as { meter?: unknown } | null)?.meter).map((p) => ({ ...p, path: ['models', i, 'operations', operation, 'meter', ...p.path] })))
     }
     // A draft may be priced incompletely: it is not published, and publishing it checks the same.
     if (model.status !== 'draft') {
       for (const p of pricingProblems(model, table)) out.push({ ...p, path: ['models', i, ...p.path] })
     }
+  }
+  return out
+}
+
+/**
+ * A model operation's `meter` reads a chat-completions usage object: only an operation metered
+ * in tokens with the chat dialect has one, and only one with a usage chunk asks for it.
+ */
+function meterProblems (operation: unknown, meter: unknown): PathProblem[] {
+  if (!isObject(meter)) return []
+  const m = isObject(operation) && isObject(operation.meter) ? operation.meter : {}
+  const chat = m.kind === 'tokens' && m.dialect === 'chat'
+  const out: PathProblem[] = []
+  if (meter.usage !== undefined && !chat) out.push({ path: ['usage'], message: 'usage fields are read from a chat-completions usage object: the operation must be metered with kind tokens, dialect chat' })
+  if (meter.stream_usage === 'always' && !(chat && isObject(operation) && operation.usage_chunk === true)) {
+    out.push({ path: ['stream_usage'], message: 'stream_usage: always only applies to an operation whose streams get a usage chunk (usage_chunk: true)' })
   }
   return out
 }

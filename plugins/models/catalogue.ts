@@ -16,6 +16,8 @@ export interface CompiledModel {
   readonly operations: ReadonlyMap<string, string>
   /** operation → edits of the JSON body the provider needs for this model (only operations that declare some) */
   readonly bodyRules: ReadonlyMap<string, BodyRules>
+  /** operation → what its provider reports differently from the operation's dialect (only operations that declare a `meter`) */
+  readonly meters: ReadonlyMap<string, ModelMeter>
   readonly capabilities: ReadonlySet<string>
   readonly fallbacks: readonly string[]
   readonly pricing: PriceConfig
@@ -28,6 +30,23 @@ export interface CompiledModel {
   readonly maxImages: number
   readonly requiresTopup: boolean
   readonly config: ModelConfig
+}
+
+/** Dotted paths (split) inside a usage object whose values, summed, are one count. */
+export type UsagePath = readonly (readonly string[])[]
+
+/** Where a provider's usage object holds each count (`meter.usage`); an absent count is read as the dialect reads it. */
+export interface UsagePaths {
+  readonly inputTokens?: UsagePath
+  readonly outputTokens?: UsagePath
+  readonly cachedInputTokens?: UsagePath
+}
+
+/** A model operation's `meter`: the provider's usage fields and its stream rule, compiled once. */
+export interface ModelMeter {
+  /** The provider puts usage in every stream: the gateway asks for no usage chunk. */
+  readonly streamUsageAlways: boolean
+  readonly usage: UsagePaths | null
 }
 
 /** The compiled models of one config (part of its plan): immutable, no status but the configured one. */
@@ -69,6 +88,26 @@ function compileBodyRules (m: ModelConfig): ReadonlyMap<string, BodyRules> {
   return rules
 }
 
+function compileMeters (m: ModelConfig): ReadonlyMap<string, ModelMeter> {
+  const meters = new Map<string, ModelMeter>()
+  const split = (paths: readonly string[] | undefined): UsagePath | undefined =>
+    paths === undefined ? undefined : Object.freeze(paths.map((p) => Object.freeze(p.split('.'))))
+  for (const [op, o] of Object.entries(m.operations)) {
+    const meter = o.meter
+    if (meter === undefined) continue
+    const u = meter.usage
+    const usage: UsagePaths | null = u === undefined
+      ? null
+      : Object.freeze({
+        ...(u.input_tokens === undefined ? {} : { inputTokens: split(u.input_tokens) }),
+        ...(u.output_tokens === undefined ? {} : { outputTokens: split(u.output_tokens) }),
+        ...(u.cached_input_tokens === undefined ? {} : { cachedInputTokens: split(u.cached_input_tokens) })
+      })
+    meters.set(op, Object.freeze({ streamUsageAlways: meter.stream_usage === 'always', usage }))
+  }
+  return meters
+}
+
 /**
  * The status a request meets: the stored one (admin API) when there is one, else the configured
  * one. A model priced incompletely (only a draft can be) stays a draft whatever was stored: it
@@ -95,6 +134,7 @@ export function compileModelTable (config: GatewayConfig): ModelTable {
       upstreamModel: m.upstream_model,
       operations: new Map(Object.entries(m.operations).map(([op, o]) => [op, o.path])),
       bodyRules: compileBodyRules(m),
+      meters: compileMeters(m),
       capabilities: new Set(m.capabilities ?? []),
       fallbacks: Object.freeze([...(m.fallbacks ?? [])]),
       pricing: m.pricing,
