@@ -6,7 +6,7 @@ import type { TokenDialectName } from '../config/types.js'
 import type { UsagePath, UsagePaths } from '../models/catalogue.js'
 import { isRecord } from './body-reader.js'
 import { utf8Bytes } from './utf8.js'
-import { sanitizeCount, tokenSum, type RawUsage, type UsageField } from './usage.js'
+import { tokenSum, type RawUsage, type UsageField } from './usage.js'
 
 export type MutableRawUsage = { [K in UsageField]?: unknown }
 
@@ -45,26 +45,12 @@ function strLen (v: unknown): number {
   return typeof v === 'string' ? utf8Bytes(v) : 0
 }
 
-/**
- * The billed output of a chat.completions usage: completion_tokens, or total_tokens −
- * prompt_tokens when that is more. OpenAI's total is the sum of the two, but the compatible
- * endpoints that bill hidden reasoning apart count it in the total only (Gemini's thoughts, xAI's
- * reasoning_tokens). The total is read only when all three are believable counts.
- */
-function chatOutput (u: Record<string, unknown>): unknown {
-  const completion = sanitizeCount('outputTokens', u.completion_tokens)
-  const prompt = sanitizeCount('inputTokens', u.prompt_tokens)
-  const total = sanitizeCount('outputTokens', u.total_tokens)
-  if (completion === undefined || prompt === undefined || total === undefined) return u.completion_tokens
-  return Math.max(completion, total - prompt)
-}
-
 /** `usage` of chat.completions: prompt_tokens include the cached ones. */
 export function chatUsage (u: unknown): RawUsage | undefined {
   if (!isRecord(u)) return undefined
   return {
     inputTokens: u.prompt_tokens,
-    outputTokens: chatOutput(u),
+    outputTokens: u.completion_tokens,
     cachedInputTokens: field(u.prompt_tokens_details, 'cached_tokens')
   }
 }
