@@ -815,7 +815,7 @@ export interface UsageFieldsConfig {
    */
   input_tokens?: string[]
   /**
-   * Every billed output token (reasoning included).
+   * Every billed output token (reasoning included). The first path is the count the request's max-tokens limit bounds; the hold counts each further one (e.g. reasoning reported outside completion_tokens) at the model's max_output_tokens.
    *
    * @minItems 1
    */
