@@ -216,9 +216,12 @@ export function compatEndpointCases (t: Test, backend: Backend): void {
       })
 
       t.test('the floor: a wallet that cannot cover the worst case is refused before anything is held or sent', async (t) => {
-        const poor = await fundedAccount(gw.services.store, '0.01', `poor ${ep.model}`)
+        // 0.20: below either model's worst case without max_tokens (Claude Sonnet 4: 64,000 output
+        // tokens at 15.00 / 1M; Gemini: 65,536 at 2.50 / 1M, and as many again for the thoughts its
+        // meter adds beside completion_tokens), above it with max_tokens 16 (Gemini's thoughts are
+        // still held at 65,536).
+        const poor = await fundedAccount(gw.services.store, '0.20', `poor ${ep.model}`)
         const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: poor.key, maxRetries: 0 })
-        // No max_tokens: the hold counts the model's max_output_tokens (64,000 or 65,536 output tokens).
         const refused = await failure(client.chat.completions.create({ model: ep.model, messages: [{ role: 'user', content: 'a long answer please' }] }))
         t.equal(refused.status, 402)
         t.match(refused.error, { code: 'BILLING_INSUFFICIENT_CREDITS' })
