@@ -198,6 +198,8 @@ t.test('hidden reasoning: the output estimate is the held output when the model 
   t.notOk(mayReasonUnseen('chat', { messages: [] }, 'gpt-4o'))
   t.ok(mayReasonUnseen('messages', { thinking: { type: 'enabled', budget_tokens: 2000 } }, 'claude-sonnet-4-20250514'))
   t.notOk(mayReasonUnseen('messages', {}, 'claude-sonnet-4-20250514'))
+  t.ok(mayReasonUnseen('chat', { messages: [], thinking: { type: 'enabled', budget_tokens: 2000 } }, 'claude-sonnet-4-20250514'), 'Anthropic\'s OpenAI-compatible endpoint: thinking, none of it returned')
+  t.notOk(mayReasonUnseen('chat', { messages: [] }, 'claude-sonnet-4-20250514'))
   t.ok(mayReasonUnseen('genai', { contents: [] }, 'gemini-2.5-flash'))
   t.notOk(mayReasonUnseen('genai', { generationConfig: { thinkingConfig: { thinkingBudget: 0 } } }, 'gemini-2.5-flash'))
   const u = estimateUsage('chat', { json: { messages: [{ role: 'user', content: 'think' }] } }, { upstreamModel: 'o3-mini', outputCeiling: () => 5000 }, 12)

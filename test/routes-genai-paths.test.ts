@@ -106,9 +106,10 @@ async function pathsOn (t: Test, backend: Backend): Promise<void> {
     }
   })
 
-  t.test('an id without a provider prefix is not in the catalogue either', async (t) => {
-    const viaModels = await post(gw, '/genai/v1beta/models/gemini-2.5-flash:generateContent', {})
-    const bare = await post(gw, '/genai/v1beta/gemini-2.5-flash:generateContent', {})
+  // gemini-2.5-flash is a shipped alias of the genai family; gemini-1.5-pro is neither an id nor an alias.
+  t.test('an id without a provider prefix that no alias names is not in the catalogue either', async (t) => {
+    const viaModels = await post(gw, '/genai/v1beta/models/gemini-1.5-pro:generateContent', {})
+    const bare = await post(gw, '/genai/v1beta/gemini-1.5-pro:generateContent', {})
     t.equal(errorStatus(viaModels), 'MODEL_NOT_FOUND')
     t.equal(bare.body, viaModels.body, 'same refusal')
     t.equal(bare.call, undefined, 'no upstream call')

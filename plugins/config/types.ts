@@ -792,6 +792,40 @@ export interface ModelOperationConfig {
    * Lower an output-token limit in the JSON body (`max_tokens`, `max_completion_tokens`, `max_output_tokens`, `generationConfig.maxOutputTokens`) that is above the model's `max_output_tokens` to it before forwarding, instead of letting the provider refuse it.
    */
   cap_output_tokens: boolean
+  meter?: ModelOperationMeterConfig
+}
+/**
+ * What this model's provider reports differently from the operation's dialect (an operation metered in tokens with the `chat` dialect only; docs/providers.md). Unset: the dialect's own fields and stream rule.
+ */
+export interface ModelOperationMeterConfig {
+  /**
+   * `when_asked` (default): a stream carries its usage only when `stream_options.include_usage` asks, so the gateway asks on the client's behalf and drops the extra chunk from a client that did not. `always`: the provider puts the usage in every stream (on its finish chunk) whether asked or not; nothing is added to the body.
+   */
+  stream_usage: 'when_asked' | 'always'
+  usage?: UsageFieldsConfig
+}
+/**
+ * Where the provider's usage object holds each count, as dotted paths inside it (`prompt_cache_hit_tokens`, `completion_tokens_details.reasoning_tokens`). A list is summed: the first path must be present, the others count 0 when absent. A count not named here is read where the dialect reads it.
+ */
+export interface UsageFieldsConfig {
+  /**
+   * Every input token (cached ones included).
+   *
+   * @minItems 1
+   */
+  input_tokens?: string[]
+  /**
+   * Every billed output token (reasoning included). The first path is the count the request's max-tokens limit bounds; the hold counts each further one (e.g. reasoning reported outside completion_tokens) at the model's max_output_tokens.
+   *
+   * @minItems 1
+   */
+  output_tokens?: string[]
+  /**
+   * Input tokens served from the provider's prompt cache (part of input_tokens), billed at cached_input.
+   *
+   * @minItems 1
+   */
+  cached_input_tokens?: string[]
 }
 /**
  * Price list of one model.

@@ -6,7 +6,7 @@
 import { configLoader, type ConfigConcerns, type GatewayConfig } from '../config/index.js'
 import { checkAdmission } from '../admission/index.js'
 import { checkListings } from '../listings/index.js'
-import { checkAliases, modelFactWarnings } from '../models/index.js'
+import { checkAliases, checkModelMeters, modelFactWarnings } from '../models/index.js'
 import { checkOperations, operationsTable } from '../operations/index.js'
 import { checkPricing } from '../pricing/index.js'
 
@@ -14,6 +14,7 @@ import { checkPricing } from '../pricing/index.js'
 export const CONFIG_CONCERNS: ConfigConcerns = Object.freeze({
   checks: Object.freeze([
     checkOperations,
+    (config: GatewayConfig) => checkModelMeters(config, operationsTable(config)),
     (config: GatewayConfig) => checkPricing(config, operationsTable(config)),
     checkAdmission,
     checkAliases,

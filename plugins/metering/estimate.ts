@@ -24,10 +24,11 @@ function field (v: unknown, key: string): unknown {
  */
 export function mayReasonUnseen (dialect: TokenDialectName | 'generic', json: Record<string, unknown> | undefined, upstreamModel: string | undefined): boolean {
   if (json === undefined) return false
-  if (dialect === 'messages') {
-    const thinking = field(json.thinking, 'type')
-    return thinking !== undefined && thinking !== 'disabled'
-  }
+  const thinking = field(json.thinking, 'type')
+  const thinks = thinking !== undefined && thinking !== 'disabled'
+  if (dialect === 'messages') return thinks
+  // Anthropic's OpenAI-compatible endpoint takes the same `thinking` and returns none of its text.
+  if (dialect === 'chat' && thinks) return true
   const name = (upstreamModel ?? '').toLowerCase().slice((upstreamModel ?? '').lastIndexOf('/') + 1)
   if (!REASONS_UNSEEN.test(name)) return false
   const effort = json.reasoning_effort ?? field(json.reasoning, 'effort')

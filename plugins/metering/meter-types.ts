@@ -4,6 +4,7 @@ import type { EstimateFacts } from './input-estimate.js'
 import type { MeteredFeature } from './feature-usage.js'
 import type { ChunkFilter } from './usage-chunk-filter.js'
 import type { Usage } from './usage.js'
+import type { UsagePaths } from '../shapes/index.js'
 
 /** What the gateway knows from the request itself. */
 export interface RequestFacts {
@@ -24,6 +25,8 @@ export interface RequestFacts {
 export interface MeterInput {
   /** The operation's meter, from the compiled operations table (`plan.op.meter`). */
   meter: MeterSpec
+  /** Where the answering model's provider reports each token count, when not where the dialect reads it (its operation's `meter.usage`). */
+  usagePaths?: UsagePaths | null
   /** Whether the answer was relayed as server-sent events (a hint; the body's first bytes decide). */
   sse: boolean
   request: RequestFacts

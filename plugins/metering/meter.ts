@@ -25,7 +25,7 @@ function meterFor (input: MeterInput): Meter {
   switch (spec.kind) {
     case 'tokens': {
       const features = input.features !== undefined && input.features.length > 0 ? createFeatureReader(spec.dialect, input.features) : null
-      return createTokenMeter(tokenDialect(spec.dialect), input, features)
+      return createTokenMeter(tokenDialect(spec.dialect, input.usagePaths), input, features)
     }
     case 'images': return createImageMeter(input, spec.perCall)
     case 'transcription': return createTranscriptionMeter(input)

@@ -36,11 +36,14 @@ function editedBody (ctx: RequestContext, model: CompiledModel | null): Buffer |
 
 /**
  * A stream of an operation that may get a usage chunk (`op.usageChunk`: chat completions) always
- * asks the upstream for it, so the charge is reported rather than estimated; `filter` is true
- * when the client did not ask for it, and the chunk must then be dropped from its stream.
+ * asks the upstream for it (unless the model's provider sends it unasked), so the charge is
+ * reported rather than estimated; `filter` is true when the client did not ask for it, and the
+ * chunk must then be dropped from its stream.
  */
-function withUsageRequested (ctx: RequestContext, body: Buffer | undefined): UpstreamBody {
+function withUsageRequested (ctx: RequestContext, model: CompiledModel | null, body: Buffer | undefined): UpstreamBody {
   if (!body || !ctx.plan.op.usageChunk || ctx.body?.kind !== 'json' || ctx.body.json.stream !== true) return { body, filter: false }
+  // A provider that puts the usage in every stream (its model operation's `meter.stream_usage: always`) is asked nothing.
+  if (model?.meters.get(ctx.plan.operation)?.streamUsageAlways === true) return { body, filter: false }
   const injected = injectIncludeUsage(body)
   return injected ? { body: injected, filter: true } : { body, filter: false }
 }
@@ -56,8 +59,10 @@ function meterOf (ctx: RequestContext, model: CompiledModel | null, sse: boolean
   const body = ctx.body
   const audio = body?.kind === 'multipart' ? body.summary.files.find((f) => f.field === 'file') : undefined
   const features = ctx.state.features
+  const usagePaths = model?.meters.get(ctx.plan.operation)?.usage
   return createMeter({
     meter: ctx.plan.op.meter,
+    ...(usagePaths == null ? {} : { usagePaths }),
     sse,
     status,
     dropUsageEvents,
@@ -81,7 +86,7 @@ function meterOf (ctx: RequestContext, model: CompiledModel | null, sse: boolean
  * this one) has the same shape: the forward phase's calls through it stay monomorphic.
  */
 export const passthrough: Translator = {
-  requestBody: (ctx, model) => withUsageRequested(ctx, editedBody(ctx, model)),
+  requestBody: (ctx, model) => withUsageRequested(ctx, model, editedBody(ctx, model)),
   meter: meterOf,
   target: undefined,
   answer: undefined

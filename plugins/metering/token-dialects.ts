@@ -6,6 +6,7 @@ import type { TokenDialectName } from '../config/types.js'
 import { isRecord } from './body-reader.js'
 import { utf8Bytes } from './utf8.js'
 import { tokenSum, type RawUsage, type UsageField } from './usage.js'
+import type { UsagePath, UsagePaths } from '../shapes/index.js'
 
 export type MutableRawUsage = { [K in UsageField]?: unknown }
 
@@ -195,7 +196,61 @@ const genai: TokenDialect = {
 
 const DIALECTS: Readonly<Record<TokenDialectName, TokenDialect>> = { chat, responses, messages, genai }
 
-/** A token dialect by the name an operation's meter gives (config/operations.yaml). */
-export function tokenDialect (name: TokenDialectName): TokenDialect {
-  return DIALECTS[name]
+/** The value at a dotted path inside `v`. */
+function at (v: unknown, keys: readonly string[]): unknown {
+  let here = v
+  for (const key of keys) here = field(here, key)
+  return here
+}
+
+/** One count of a provider's usage object: its paths summed (the first required). */
+function countAt (u: Record<string, unknown>, paths: UsagePath): number | undefined {
+  const [first, ...rest] = paths
+  if (first === undefined) return undefined
+  return tokenSum(at(u, first), ...rest.map((p) => at(u, p)))
+}
+
+/** A chat-completions usage object read where a provider says it holds each count (`meter.usage`). */
+function providerChatUsage (paths: UsagePaths): (u: unknown) => RawUsage | undefined {
+  return (u) => {
+    const base = chatUsage(u)
+    if (base === undefined || !isRecord(u)) return base
+    const out: MutableRawUsage = { ...base }
+    if (paths.inputTokens !== undefined) out.inputTokens = countAt(u, paths.inputTokens)
+    if (paths.outputTokens !== undefined) out.outputTokens = countAt(u, paths.outputTokens)
+    if (paths.cachedInputTokens !== undefined) out.cachedInputTokens = countAt(u, paths.cachedInputTokens)
+    return out
+  }
+}
+
+/** The chat dialect with a provider's usage fields: same text, same stream reading, the counts where `paths` says. */
+function chatWithPaths (paths: UsagePaths): TokenDialect {
+  const read = providerChatUsage(paths)
+  return {
+    ...chat,
+    json: (c) => read(c.get('usage')),
+    event (name, data, state) {
+      chat.event(name, data, state)
+      if (isRecord(data.usage)) state.usage = { ...read(data.usage) }
+    }
+  }
+}
+
+/** Built once per model operation (the paths object is the plan's), not per request. */
+const WITH_PATHS = new WeakMap<UsagePaths, TokenDialect>()
+
+/**
+ * A token dialect by the name an operation's meter gives (config/operations.yaml); with a model
+ * operation's usage fields (`meter.usage`, chat only: the config check refuses them elsewhere),
+ * the dialect reading the counts there.
+ */
+export function tokenDialect (name: TokenDialectName, paths?: UsagePaths | null): TokenDialect {
+  const base = DIALECTS[name]
+  if (paths === undefined || paths === null || base !== chat) return base
+  let dialect = WITH_PATHS.get(paths)
+  if (dialect === undefined) {
+    dialect = chatWithPaths(paths)
+    WITH_PATHS.set(paths, dialect)
+  }
+  return dialect
 }

@@ -3,7 +3,7 @@ import { gatewayError } from '../errors/index.js'
 import { compilePrice } from '../pricing/compile.js'
 import { pricingProblems } from '../pricing/completeness.js'
 import { MAX_IMAGES } from '../pricing/worst-case.js'
-import type { BodyRules, CompiledModel } from '../shapes/index.js'
+import type { BodyRules, CompiledModel, ModelMeter, UsagePath, UsagePaths } from '../shapes/index.js'
 import { compileAliases } from './aliases.js'
 import { operationsTable } from '../operations/index.js'
 
@@ -46,6 +46,26 @@ function compileBodyRules (m: ModelConfig): ReadonlyMap<string, BodyRules> {
   return rules
 }
 
+function compileMeters (m: ModelConfig): ReadonlyMap<string, ModelMeter> {
+  const meters = new Map<string, ModelMeter>()
+  const split = (paths: readonly string[] | undefined): UsagePath | undefined =>
+    paths === undefined ? undefined : Object.freeze(paths.map((p) => Object.freeze(p.split('.'))))
+  for (const [op, o] of Object.entries(m.operations)) {
+    const meter = o.meter
+    if (meter === undefined) continue
+    const u = meter.usage
+    const usage: UsagePaths | null = u === undefined
+      ? null
+      : Object.freeze({
+        ...(u.input_tokens === undefined ? {} : { inputTokens: split(u.input_tokens) }),
+        ...(u.output_tokens === undefined ? {} : { outputTokens: split(u.output_tokens) }),
+        ...(u.cached_input_tokens === undefined ? {} : { cachedInputTokens: split(u.cached_input_tokens) })
+      })
+    meters.set(op, Object.freeze({ streamUsageAlways: meter.stream_usage === 'always', usage }))
+  }
+  return meters
+}
+
 /**
  * The status a request meets: the stored one (admin API) when there is one, else the configured
  * one. A model priced incompletely (only a draft can be) stays a draft whatever was stored: it
@@ -72,6 +92,7 @@ export function compileModelTable (config: GatewayConfig): ModelTable {
       upstreamModel: m.upstream_model,
       operations: new Map(Object.entries(m.operations).map(([op, o]) => [op, o.path])),
       bodyRules: compileBodyRules(m),
+      meters: compileMeters(m),
       capabilities: new Set(m.capabilities ?? []),
       fallbacks: Object.freeze([...(m.fallbacks ?? [])]),
       pricing: m.pricing,

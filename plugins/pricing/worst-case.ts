@@ -5,7 +5,9 @@
 //               max_tokens / max_completion_tokens for chat, generationConfig.maxOutputTokens for
 //               genai) the body has, capped by the model's maxOutputTokens; the model's
 //               maxOutputTokens when the body has none, or DEFAULT_MAX_OUTPUT_TOKENS (4096) when the
-//               model declares none either. Multiplied by the number of generations asked for (the
+//               model declares none either. Plus the model's maxOutputTokens for each further count
+//               its provider bills as output outside that limit (`outputCountsBeside`: xAI's
+//               reasoning tokens). Multiplied by the number of generations asked for (the
 //               largest of `bounds.count`: chat `n`, genai candidateCount, or the images).
 // inputTokens   bodyBytes (one token per byte), at least 1, capped by the model's contextTokens.
 //               Every text token is at least one byte of the body, so text can never exceed it.
@@ -59,7 +61,18 @@ export interface WorstCaseFile {
 export interface WorstCaseInput {
   /** The operation's parameters that bound the answer (`plan.op.bounds`). */
   bounds: OperationBounds
-  model: { pricing: PriceConfig; maxOutputTokens?: number; contextTokens?: number; maxImages?: number }
+  model: {
+    pricing: PriceConfig
+    maxOutputTokens?: number
+    contextTokens?: number
+    maxImages?: number
+    /**
+     * Output counts the provider bills beside the one the request's max-tokens limits (the
+     * model operation's `meter.usage.output_tokens` paths after the first); each is held at
+     * the model's maxOutputTokens.
+     */
+    outputCountsBeside?: number
+  }
   json?: Record<string, unknown>
   multipart?: { fields: Record<string, string>; files: WorstCaseFile[] }
   /** Size of the whole request body in bytes. */
@@ -106,8 +119,11 @@ const clamp = (n: number): number => Math.min(n, Number.MAX_SAFE_INTEGER)
 export function outputTokensPerGeneration (input: WorstCaseInput): number {
   const cap = positiveInt(input.model.maxOutputTokens)
   const asked = largest(input, input.bounds.maxTokens)
-  if (asked === undefined) return cap ?? DEFAULT_MAX_OUTPUT_TOKENS
-  return cap === undefined ? asked : Math.min(asked, cap)
+  const limited = asked === undefined ? cap ?? DEFAULT_MAX_OUTPUT_TOKENS : cap === undefined ? asked : Math.min(asked, cap)
+  // Counts billed as output beside the one the request's limit bounds (xAI's reasoning tokens,
+  // reported outside completion_tokens): each is bounded by the model's limit alone.
+  const beside = input.model.outputCountsBeside ?? 0
+  return beside > 0 ? limited + beside * (cap ?? DEFAULT_MAX_OUTPUT_TOKENS) : limited
 }
 
 /** Worst-case usage of a request before it is sent; price it with costOf. */

@@ -14,6 +14,8 @@ export interface CompiledModel {
   readonly operations: ReadonlyMap<string, string>
   /** operation → edits of the JSON body the provider needs for this model (only operations that declare some) */
   readonly bodyRules: ReadonlyMap<string, BodyRules>
+  /** operation → what its provider reports differently from the operation's dialect (only operations that declare a `meter`) */
+  readonly meters: ReadonlyMap<string, ModelMeter>
   readonly capabilities: ReadonlySet<string>
   readonly fallbacks: readonly string[]
   readonly pricing: PriceConfig
@@ -26,4 +28,21 @@ export interface CompiledModel {
   readonly maxImages: number
   readonly requiresTopup: boolean
   readonly config: ModelConfig
+}
+
+/** Dotted paths (split) inside a usage object whose values, summed, are one count. */
+export type UsagePath = readonly (readonly string[])[]
+
+/** Where a provider's usage object holds each count (`meter.usage`); an absent count is read as the dialect reads it. */
+export interface UsagePaths {
+  readonly inputTokens?: UsagePath
+  readonly outputTokens?: UsagePath
+  readonly cachedInputTokens?: UsagePath
+}
+
+/** A model operation's `meter`: the provider's usage fields and its stream rule, compiled once. */
+export interface ModelMeter {
+  /** The provider puts usage in every stream: the gateway asks for no usage chunk. */
+  readonly streamUsageAlways: boolean
+  readonly usage: UsagePaths | null
 }

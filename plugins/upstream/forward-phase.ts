@@ -74,7 +74,9 @@ function upstreamPath (ctx: RequestContext, provider: CompiledProvider, template
   let path = template
   if (model) path = path.replace('{model}', encodeURIComponent(model.upstreamModel))
   if (ctx.params.id !== undefined) path = path.replace('{id}', encodeURIComponent(ctx.params.id))
-  return provider.basePath + path + forwardedQuery(ctx.query, provider.allow.queryParams, ctx.plan.op.features.query)
+  const query = forwardedQuery(ctx.query, provider.allow.queryParams, ctx.plan.op.features.query)
+  // A path that carries its own query (Azure's `?api-version=`) takes the forwarded parameters after it.
+  return provider.basePath + path + (query !== '' && path.includes('?') ? `&${query.slice(1)}` : query)
 }
 
 interface Target { model: CompiledModel | null, poolName: string, template: string }

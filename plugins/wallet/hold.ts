@@ -61,11 +61,13 @@ function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, 
   if (passes !== undefined && model.contextWindow === undefined) throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { detail: 'The request makes the provider read input the gateway cannot count, and this model declares no context window to bound it.' })
   const declared = worstFeatures(uses)
   const features = declared === undefined ? undefined : featuresAtWorst(model.price, declared)
+  const outputPaths = model.meters.get(ctx.plan.operation)?.usage?.outputTokens?.length ?? 1
   const input: WorstCaseInput = {
     bounds: ctx.plan.op.bounds,
     model: {
       pricing: model.pricing,
       maxImages: model.maxImages,
+      outputCountsBeside: outputPaths - 1,
       ...(model.maxOutputTokens === undefined ? {} : { maxOutputTokens: model.maxOutputTokens }),
       ...(model.contextWindow === undefined ? {} : { contextTokens: model.contextWindow })
     },

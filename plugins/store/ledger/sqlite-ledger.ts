@@ -159,6 +159,12 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     `UPDATE holds SET status = @status, settled_at = @now, posted_amount = @used, overage = @overage, unrecovered = @unrecovered
      WHERE id = @id AND status = 'open'`
   )
+  // The close of a hold this process opened, decided from the row as it was written: it changes
+  // the hold only if it is still open with that expiry (see `opened`).
+  const closeOpened = db.prepare<{ id: string, status: string, now: number, used: bigint | null, overage: bigint | null, unrecovered: bigint | null, expires: bigint }>(
+    `UPDATE holds SET status = @status, settled_at = @now, posted_amount = @used, overage = @overage, unrecovered = @unrecovered
+     WHERE id = @id AND status = 'open' AND expires_at = @expires`
+  )
   const moveHeld = db.prepare<[bigint, bigint, number, string]>(
     'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?'
   )
@@ -183,6 +189,16 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   const openOf = db.prepare<[string], HoldRow>(
     "SELECT * FROM holds WHERE account_id = ? AND status = 'open' ORDER BY created_at, id"
   )
+
+  /**
+   * The holds this process opened and has not closed, as written (only an open hold's expiry
+   * may change afterwards, and only through `renew`, which updates it here). A close reads its
+   * row from here instead of from the table: one statement less per settle. The close's UPDATE
+   * checks the hold is still open with that expiry; when it is not (closed or renewed by another
+   * process, reaped, or its batch rolled back), the close reads the table as for any other hold.
+   * Entries leave at their close, or once their expiry has passed (the reaper's sweep).
+   */
+  const opened = new Map<string, HoldRow>()
 
   const credit = db.transaction(
     (input: Parameters<LedgerStore['credit']>[0], now: number): { balance: bigint; duplicate: boolean } => {
@@ -250,11 +266,25 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     wallet.bound = input.floor
     wallet.effective = input.floor
     wallets.changed.add(input.accountId)
-    if (caps === undefined || periods === undefined) {
-      insertHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now)
+    const expiresAt = now + input.ttlMs
+    const capped = caps !== undefined && periods !== undefined
+    opened.set(holdId, {
+      id: holdId,
+      account_id: input.accountId,
+      amount: input.amount,
+      status: 'open',
+      request_id: input.requestId,
+      expires_at: BigInt(expiresAt),
+      cap_key_id: capped ? caps.keyId : null,
+      cap_day: capped ? periods.day : null,
+      cap_image_day: capped ? periods.imageDay : null,
+      cap_images: capped ? BigInt(caps.images) : 0n,
+    })
+    if (!capped) {
+      insertHold.run(holdId, input.accountId, input.amount, input.requestId, expiresAt, now)
       return null
     }
-    insertCappedHold.run(holdId, input.accountId, input.amount, input.requestId, now + input.ttlMs, now, caps.keyId, periods.day, periods.imageDay, caps.images)
+    insertCappedHold.run(holdId, input.accountId, input.amount, input.requestId, expiresAt, now, caps.keyId, periods.day, periods.imageDay, caps.images)
     reserve.run(caps.keyId, 'total', '', input.amount)
     reserve.run(caps.keyId, 'spend', periods.day, input.amount)
     if (caps.images > 0) reserve.run(caps.keyId, 'images', periods.imageDay, BigInt(caps.images))
@@ -280,7 +310,9 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
    * the charge entry.
    */
   const close = (wallets: Wallets, holdId: string, amount: bigint | null, requestId: string | null, note: string | null, now: number): SettleResult => {
-    const row = holdById.get(holdId)
+    const mine = opened.get(holdId)
+    if (mine !== undefined) opened.delete(holdId)
+    const row = mine ?? holdById.get(holdId)
     if (!row) throw new UnknownHoldError(holdId)
     if (row.status !== 'open') return { posted: 0n, released: 0n, overage: 0n, unrecovered: 0n, duplicate: true }
     // A hold's account always has a wallet row (holds reference it).
@@ -297,14 +329,21 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     }
     const used = posted < row.amount ? posted : row.amount
     const overage = posted - used
-    closeHold.run({
+    // One parameter object for either statement (better-sqlite3 ignores the unused `expires`).
+    const closing = {
       id: holdId,
       status,
       now,
       used: status === 'posted' ? used : null,
       overage: overage > 0n ? overage : null,
       unrecovered: unrecovered > 0n ? unrecovered : null,
-    })
+      expires: row.expires_at,
+    }
+    if (mine === undefined) closeHold.run(closing)
+    else if (closeOpened.run(closing).changes === 0) {
+      // Not as this process wrote it: decide again from the table.
+      return close(wallets, holdId, amount, requestId, note, now)
+    }
     if (status === 'posted') {
       insertEntry.run(
         ctx.ids('entry'), row.account_id, -posted, 'charge', CHARGE_POSTING_PREFIX + holdId, holdId, requestId, note,
@@ -320,6 +359,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   }
 
   const reap = db.transaction((now: number): number => {
+    for (const [id, row] of opened) if (row.expires_at <= BigInt(now)) opened.delete(id)
     const due = dueHolds.all(now)
     for (const row of due) {
       closeHold.run({ id: row.id, status: 'expired', now, used: null, overage: null, unrecovered: null })
@@ -388,7 +428,11 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
       checkRenew(holdId, ttlMs)
       const at = now()
       const row = extendHold.get({ id: holdId, now: at, until: at + ttlMs })
-      if (row) return { renewed: true, expiresAt: new Date(Number(row.expires_at)) }
+      if (row) {
+        const mine = opened.get(holdId)
+        if (mine !== undefined) mine.expires_at = row.expires_at
+        return { renewed: true, expiresAt: new Date(Number(row.expires_at)) }
+      }
       if (!holdById.get(holdId)) throw new UnknownHoldError(holdId)
       return { renewed: false, expiresAt: null }
     },
