@@ -1,7 +1,7 @@
 // The store's revision of keys and accounts (migration 016): a counter every write to a key or
 // an account bumps (triggers), read by each running instance about twice a second so that a key
 // revoked or an account suspended by another process (the CLI on the same SQLite file, another
-// instance on PostgreSQL without Redis) stops working within a second (plugins/keys/change-watcher.ts).
+// instance on PostgreSQL without Redis) stops working within a second (plugins/auth/change-watcher.ts).
 import type { StoreBackend } from './types.js'
 
 /** What changed after a revision. */

@@ -1,6 +1,6 @@
 import type { Migration } from '../../migrate.js'
 
-// Revocation without Redis (plugins/keys/change-watcher.ts): one revision counter, bumped by
+// Revocation without Redis (plugins/auth/change-watcher.ts): one revision counter, bumped by
 // every write to a key or an account, whoever writes (a gateway, the CLI, the console; triggers,
 // so no write path can forget it). Each key and account row records the revision of its last
 // write, so a running instance that saw the counter move reads which rows changed and drops just
