@@ -13,7 +13,8 @@ import { usageByDay } from './usage.js'
 
 const query = (properties: Record<string, unknown>): Record<string, unknown> => ({ type: 'object', properties, additionalProperties: false })
 const DIGITS = { type: 'string', pattern: '^[0-9]{1,7}$' } as const
-const TEXT = { type: 'string', minLength: 1, maxLength: 400 } as const
+// No control characters: PostgreSQL refuses a NUL in a text parameter (a 500 before), and no id, model or outcome has one.
+const TEXT = { type: 'string', minLength: 1, maxLength: 400, pattern: '^[^\\u0000-\\u001f\\u007f]+$' } as const
 
 export const READ_QUERIES = {
   ledger: query({ limit: DIGITS, before: TEXT }),
