@@ -62,6 +62,30 @@ export function consoleAbuseCodesSuite (backend: Backend): void {
       t.equal((await owner.call('POST', '/signin', { email: victim, password: PASSWORD })).status, 200, 'the owner signs in with their password')
     })
 
+    t.test('a resend kills the previous code, a code dies at its expiry, a reset code after its wrong guesses', async (t) => {
+      const email = uniqueEmail('lifecycle')
+      const c = consoleClient(gw.url)
+      await c.ok('POST', '/signup', { email, password: PASSWORD })
+      const first = await outboxCode(gw.url, ADMIN_TOKEN, email)
+      t.equal((await c.call('POST', '/verify/resend', { email })).status, 202, 'a resend')
+      const second = await outboxCode(gw.url, ADMIN_TOKEN, email)
+      t.not(second, first, 'a new code')
+      await expectCode(t, await c.call('POST', '/verify', { email, code: first }), 422, 'AUTH_VERIFICATION_CODE_INVALID')
+      clock.advance(cfg.verification_code_ttl_ms)
+      await expectCode(t, await c.call('POST', '/verify', { email, code: second }), 422, 'AUTH_VERIFICATION_CODE_INVALID')
+      t.equal(await consoleStore.userByEmail(email), null, 'neither the replaced nor the expired code verified the address')
+
+      // A reset code: void after verification_max_attempts wrong guesses, the right one included.
+      const user = await signedInClient(gw.url, ADMIN_TOKEN)
+      t.equal((await consoleClient(gw.url).call('POST', '/password/reset', { email: user.email })).status, 202)
+      const reset = await outboxCode(gw.url, ADMIN_TOKEN, user.email)
+      for (let i = 0; i < cfg.verification_max_attempts; i++) {
+        await expectCode(t, await consoleClient(gw.url).call('POST', '/password/reset/confirm', { email: user.email, code: wrongCode(reset, i), password: 'a brand new password' }), 422, 'AUTH_VERIFICATION_CODE_INVALID')
+      }
+      await expectCode(t, await consoleClient(gw.url).call('POST', '/password/reset/confirm', { email: user.email, code: reset, password: 'a brand new password' }), 422, 'AUTH_VERIFICATION_CODE_INVALID')
+      t.equal((await consoleClient(gw.url).call('POST', '/signin', { email: user.email, password: PASSWORD })).status, 200, 'the password is unchanged')
+    })
+
     t.test('guesses sent all at once, from many clients, are compared exactly up to the guess budget', async (t) => {
       const victim = uniqueEmail('concurrent')
       await consoleClient(gw.url).ok('POST', '/signup', { email: victim, password: 'the attacker password' })
