@@ -30,6 +30,42 @@ export function consoleAbuseSigninSuite (backend: Backend): void {
       t.ok(user.csrf, 'a client elsewhere signs in')
     })
 
+    t.test('a spray sent all at once from one address: no more passwords checked than the budget before the proof of work', async (t) => {
+      const sprayer = consoleClient(gw.url)
+      const statuses = await Promise.all(Array.from({ length: 30 }, async () => {
+        const res = await sprayer.call('POST', '/signin', { email: uniqueEmail('burst-spray'), password: 'Summer2030!' })
+        const code = res.headers.get('x-gateway-error-code')
+        await res.arrayBuffer()
+        return `${res.status} ${code}`
+      }))
+      const checked = statuses.filter((s) => s === '401 AUTH_CREDENTIALS_INVALID').length
+      t.ok(checked <= cfg.human_check_after_failures, `${checked} passwords checked (at most ${cfg.human_check_after_failures}): ${[...new Set(statuses)].join(', ')}`)
+      t.ok(statuses.every((s) => ['401 AUTH_CREDENTIALS_INVALID', '400 AUTH_HUMAN_CHECK_REQUIRED', '429 LIMIT_RATE_EXCEEDED'].includes(s)), 'the rest asked for the proof of work or refused')
+      await expectCode(t, await sprayer.call('POST', '/signin', { email: uniqueEmail('burst-spray'), password: 'Summer2030!' }), 400, 'AUTH_HUMAN_CHECK_REQUIRED')
+    })
+
+    t.test('an email cannot be locked without the proof of work: a burst from many addresses, or forged solutions, leave its owner a way in', async (t) => {
+      // Locking an email (signin_max_failures_per_email failures) costs a solved challenge per
+      // failure past human_check_after_failures. Requests that checked no password (refused over
+      // the budget while others were in flight, or with a forged solution) must not count for it.
+      const user = await signedInClient(gw.url, ADMIN_TOKEN)
+      const burst = await Promise.all(Array.from({ length: 30 }, async () => {
+        const res = await consoleClient(gw.url).call('POST', '/signin', { email: user.email, password: 'wrong password 3' })
+        await res.arrayBuffer()
+        return res.status
+      }))
+      t.ok(burst.filter((s) => s === 401).length <= cfg.human_check_after_failures, `at most ${cfg.human_check_after_failures} passwords checked in the burst (${burst.join(' ')})`)
+      for (let i = 0; i < cfg.signin_max_failures_per_email * 2; i++) {
+        const res = await consoleClient(gw.url).call('POST', '/signin', { email: user.email, password: 'wrong password 4', human_check: { challenge: 'forged', solution: 'forged' } })
+        t.equal(res.headers.get('x-gateway-error-code'), 'AUTH_HUMAN_CHECK_FAILED', 'a forged solution fails')
+        await res.arrayBuffer()
+      }
+      const owner = consoleClient(gw.url)
+      const res = await owner.call('POST', '/signin', { email: user.email, password: PASSWORD, human_check: await humanCheck(owner) })
+      t.equal(res.status, 200, 'the owner signs in (with the proof of work the page solves)')
+      await res.arrayBuffer()
+    })
+
     t.test('failures for one email from many addresses meet the proof of work, then 429, right password included', async (t) => {
       const user = await signedInClient(gw.url, ADMIN_TOKEN)
       const from = (extra: Record<string, unknown> = {}, password = 'wrong password 1'): Promise<Response> =>
