@@ -12,7 +12,7 @@ import { clientSubject, objectBody, passwordField, type ConsoleDeps } from './co
 import type { ConsoleSession } from './console-store.js'
 import { mailbox, normaliseEmail } from './email.js'
 import { hashPassword, newToken, ProofOfWork } from './secrets.js'
-import { setSessionCookie, tokenDigest } from './session.js'
+import { MAX_SESSIONS_PER_USER, setSessionCookie, tokenDigest } from './session.js'
 import { CHALLENGE_TTL_MS, tooMany } from './throttle.js'
 
 export function signinRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
@@ -58,7 +58,7 @@ export function signinRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
       lastSeenAt: at,
       expiresAt: new Date(at.getTime() + config.session_ttl_ms)
     }
-    await consoleStore.createSession(session, tokenDigest(token))
+    await consoleStore.createSession(session, tokenDigest(token), MAX_SESSIONS_PER_USER)
     return { token, id: session.id }
   }
 

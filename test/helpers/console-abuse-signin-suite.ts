@@ -8,10 +8,11 @@ import type { Backend } from './gateway.js'
 import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './console.js'
 import { CONSOLE_ADMIN_TOKEN as ADMIN_TOKEN, expectCode } from './console-api-suite.js'
 import { abuseGateway } from './console-abuse.js'
+import { MAX_SESSIONS_PER_USER } from '../../plugins/console/session.js'
 
 export function consoleAbuseSigninSuite (backend: Backend): void {
   t.test(`console abuse: sign-in, sessions and audit on ${backend}`, async (t) => {
-    const { gw, clock, lines, cfg } = await abuseGateway(t, backend)
+    const { gw, clock, lines, cfg, consoleStore } = await abuseGateway(t, backend)
 
     t.test('one password sprayed across emails from one address meets the proof of work, then 429', async (t) => {
       const sprayer = consoleClient(gw.url)
@@ -80,6 +81,26 @@ export function consoleAbuseSigninSuite (backend: Backend): void {
       await expectCode(t, await c.call('POST', '/signin', { email: user.email, password: PASSWORD, human_check: await humanCheck(c) }), 429, 'LIMIT_RATE_EXCEEDED')
       clock.advance(cfg.signin_failure_window_ms)
       t.equal((await from({}, PASSWORD)).status, 200, 'after the window the owner signs in')
+    })
+
+    t.test(`one user holds at most ${MAX_SESSIONS_PER_USER} sessions: signing in over and over ends the oldest`, async (t) => {
+      const user = await signedInClient(gw.url, ADMIN_TOKEN)
+      const stored = await consoleStore.userByEmail(user.email)
+      if (stored === null) throw new Error('no user')
+      // The sessions of earlier sign-ins (each a scrypt through the API would take the file's time), older than the first one.
+      const before = clock.now().getTime()
+      for (let i = 0; i < MAX_SESSIONS_PER_USER + 5; i++) {
+        const at = new Date(before - 60_000 + i)
+        await consoleStore.createSession({ id: `ses_seeded_${i}`, userId: stored.id, accountId: stored.accountId, userAgent: '', address: '', createdAt: at, lastSeenAt: at, expiresAt: new Date(before + 3_600_000) }, `seeded-${user.email}-${i}`)
+      }
+      t.equal((await user.ok<{ data: unknown[] }>('GET', '/sessions')).data.length, MAX_SESSIONS_PER_USER + 6, 'sessions stored before the cap was met')
+      const next = consoleClient(gw.url)
+      next.csrf = (await next.ok<{ csrf_token: string }>('POST', '/signin', { email: user.email, password: PASSWORD })).csrf_token
+      const listed = await next.ok<{ data: Array<{ id: string, current: boolean }> }>('GET', '/sessions')
+      t.equal(listed.data.length, MAX_SESSIONS_PER_USER, `one more sign-in: ${MAX_SESSIONS_PER_USER} sessions left`)
+      t.ok(listed.data.some((x) => x.current), 'the new one among them')
+      t.equal((await user.call('GET', '/session')).status, 200, 'the first sign-in, newer than the seeded ones, stays')
+      t.notOk(listed.data.some((x) => x.id === 'ses_seeded_0'), 'the oldest ended')
     })
 
     t.test('every console query parameter is checked by its route schema: 400 naming it, never a 500', async (t) => {
