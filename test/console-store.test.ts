@@ -93,6 +93,19 @@ for (const backend of testBackends()) {
       }
       t.equal(await cs.deleteSessionsOf('usr_s'), 2, 'every session ended')
       t.same(await cs.listSessions('usr_s', T0), [])
+
+      // At most `keep` sessions: the oldest end, the one just created always stays (even when
+      // every session has the same time and its id sorts first), and expired ones go too.
+      const session = (id: string, createdMs: number, expiresMs = 1e9): Parameters<ConsoleStore['createSession']>[0] =>
+        ({ id, userId: 'usr_s', accountId: account.id, userAgent: '', address: '', createdAt: at(createdMs), lastSeenAt: at(createdMs), expiresAt: at(expiresMs) })
+      await cs.createSession(session('ses_old_expired', 0, 10), 'tok-expired')
+      for (let i = 1; i <= 5; i++) await cs.createSession(session(`ses_k${i}`, i * 100), `tok-k${i}`, 3)
+      t.same((await cs.listSessions('usr_s', at(50))).map((x) => x.id), ['ses_k5', 'ses_k4', 'ses_k3'], 'the 3 newest stay')
+      t.equal(await cs.sessionByToken('tok-expired', at(0)), null, 'the expired one was deleted with them')
+      await cs.createSession(session('ses_0same', 500), 'tok-same', 3)
+      t.same((await cs.listSessions('usr_s', at(50))).map((x) => x.id).sort(), ['ses_0same', 'ses_k4', 'ses_k5'], 'same time, lowest id: the new one stays, the oldest goes')
+      await Promise.all(Array.from({ length: 8 }, async (_, i) => { await cs.createSession(session(`ses_c${i}`, 1000), `tok-c${i}`, 3) }))
+      t.ok((await cs.listSessions('usr_s', at(50))).length <= 3, 'concurrent sign-ins: still at most 3')
     })
   })
 }

@@ -67,31 +67,33 @@ t.test('the built CLI\'s check prints the variable, never the value', async (t) 
   noSecret(t, run.out, 'check\'s output')
 })
 
-t.test('a reload refused for a credential in a number field: the 422, the log and the readiness reports name the variable only', async (t) => {
-  const log: string[] = []
-  const gw = await startReloadGateway({ backend: 'sqlite', env: ENV, log: { write: (line) => { log.push(line) } } })
-  t.teardown(async () => { await gw.close() })
-  writeFileSync(gw.file, stringify(testRawConfig(misplaced)))
+for (const backend of ['sqlite', 'pg'] as const) {
+  t.test(`a reload refused for a credential in a number field: the 422, the log and the readiness reports name the variable only (${backend})`, async (t) => {
+    const log: string[] = []
+    const gw = await startReloadGateway({ backend, env: ENV, log: { write: (line) => { log.push(line) } } })
+    t.teardown(async () => { await gw.close() })
+    writeFileSync(gw.file, stringify(testRawConfig(misplaced)))
 
-  const answer = await gw.reload()
-  t.equal(answer.status, 422, 'the reload is refused')
-  const problems = (answer.json.error as { problems: string[] }).problems
-  t.ok(problems.some((p) => p.includes('must be an integer; got a string from ${MUSIC_API_KEY}')), 'the 422 names the variable')
-  noSecret(t, JSON.stringify(answer.json), 'the 422')
+    const answer = await gw.reload()
+    t.equal(answer.status, 422, 'the reload is refused')
+    const problems = (answer.json.error as { problems: string[] }).problems
+    t.ok(problems.some((p) => p.includes('must be an integer; got a string from ${MUSIC_API_KEY}')), 'the 422 names the variable')
+    noSecret(t, JSON.stringify(answer.json), 'the 422')
 
-  const logged = log.join('')
-  t.match(logged, /config reload refused/, 'the refusal is logged')
-  t.match(logged, /from \$\{MUSIC_API_KEY\}/, 'the log names the variable')
-  noSecret(t, logged, 'the log')
+    const logged = log.join('')
+    t.match(logged, /config reload refused/, 'the refusal is logged')
+    t.match(logged, /from \$\{MUSIC_API_KEY\}/, 'the log names the variable')
+    noSecret(t, logged, 'the log')
 
-  const pub = await fetch(`${gw.url}/readyz`)
-  const pubText = await pub.text()
-  t.equal(pub.status, 200, 'the old config still serves: ready')
-  t.same(JSON.parse(pubText), { status: 'ready' }, 'the public /readyz says only the status')
-  noSecret(t, pubText, 'the public /readyz')
+    const pub = await fetch(`${gw.url}/readyz`)
+    const pubText = await pub.text()
+    t.equal(pub.status, 200, 'the old config still serves: ready')
+    t.same(JSON.parse(pubText), { status: 'ready' }, 'the public /readyz says only the status')
+    noSecret(t, pubText, 'the public /readyz')
 
-  const detail = await gw.admin('GET', '/readyz')
-  const lastError = (detail.json as { checks: { config: { last_reload_error: string | null } } }).checks.config.last_reload_error
-  t.ok(lastError?.includes('${MUSIC_API_KEY}'), 'GET /admin/v1/readyz has the refusal, naming the variable')
-  noSecret(t, JSON.stringify(detail.json), 'the admin readiness report')
-})
+    const detail = await gw.admin('GET', '/readyz')
+    const lastError = (detail.json as { checks: { config: { last_reload_error: string | null } } }).checks.config.last_reload_error
+    t.ok(lastError?.includes('${MUSIC_API_KEY}'), 'GET /admin/v1/readyz has the refusal, naming the variable')
+    noSecret(t, JSON.stringify(detail.json), 'the admin readiness report')
+  })
+}

@@ -386,6 +386,8 @@ export async function creditAccount (ctx: AdminContext, id: string, body: unknow
   }
   const note = fields.get('note')
   if (note !== undefined && (typeof note !== 'string' || note.length > 500)) throw requestInvalid('note', 'note must be a string of at most 500 characters.')
+  // PostgreSQL refuses a NUL in text (this answered 500 there and 200 on SQLite).
+  if (typeof note === 'string' && CONTROL.test(note)) throw requestInvalid('note', 'note must not contain control characters.')
   const postingId = `credit:${account.id}:${key ?? randomUUID()}`
   const before = await ctx.store.ledger.wallet(account.id)
   if (before.balance + amount > MAX_BALANCE) {

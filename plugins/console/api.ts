@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import * as admin from '../accounts/service.js'
 import type { AdminContext } from '../accounts/service.js'
-import { adminValidatorCompiler, schemaRefusal } from '../admin/schemas.js'
+import { adminValidatorCompiler, paramsOf, schemaRefusal } from '../admin/schemas.js'
 import type { ConsoleConfig } from '../config/types.js'
 import { classify, gatewayError, renderError, toOccurrence, type Catalogue } from '../errors/index.js'
 import type { Store } from '../store/index.js'
@@ -36,6 +36,7 @@ interface IdParams { id: string }
 
 /** A route's query when it declares none: nothing, so any parameter is named in a 400. */
 const NO_QUERY = { type: 'object', properties: {}, additionalProperties: false }
+const PATH_PARAM = /:([A-Za-z_][A-Za-z0-9_]*)/g
 
 function sessionView (s: ConsoleSession, currentId: string): Record<string, unknown> {
   return {
@@ -81,8 +82,11 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
   app.setNotFoundHandler((req, reply) => sendError(req, reply, gatewayError('REQUEST_ROUTE_NOT_FOUND')))
   // No coercion, no defaults, nothing removed: a value of the wrong shape is refused, not fixed.
   app.setValidatorCompiler(adminValidatorCompiler())
+  // Path ids are checked as the admin API's are (no control character, at most 200 characters):
+  // a NUL reached PostgreSQL's text parameter and answered 500.
   app.addHook('onRoute', (route: RouteOptions) => {
-    route.schema = { querystring: NO_QUERY, ...(route.schema ?? {}) }
+    const names = [...route.url.matchAll(PATH_PARAM)].map((m) => m[1] as string)
+    route.schema = { querystring: NO_QUERY, ...(names.length > 0 ? { params: paramsOf(names) } : {}), ...(route.schema ?? {}) }
   })
   app.addHook('onRequest', async (req, reply) => {
     // Answers carry account data and keys: no cache keeps them.

@@ -105,11 +105,16 @@ export function pgConsoleStore (pool: Pool): ConsoleStore {
     async setPassword (userId, passwordHash) {
       await pool.query('UPDATE console_users SET password_hash = $1 WHERE id = $2', [passwordHash, userId])
     },
-    async createSession (s, tokenHash) {
+    async createSession (s, tokenHash, keep) {
       await pool.query(
         `INSERT INTO console_sessions (id, user_id, account_id, token_hash, user_agent, address, created_at, last_seen_at, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [s.id, s.userId, s.accountId, tokenHash, s.userAgent, s.address, s.createdAt, s.lastSeenAt, s.expiresAt])
+      if (keep === undefined) return
+      await pool.query(
+        `DELETE FROM console_sessions WHERE user_id = $1 AND id <> $2 AND (expires_at <= $3 OR id IN (
+           SELECT id FROM console_sessions WHERE user_id = $1 AND id <> $2 ORDER BY created_at DESC, id DESC OFFSET $4))`,
+        [s.userId, s.id, s.createdAt, Math.max(0, keep - 1)])
     },
     async sessionByToken (tokenHash, now) {
       const { rows } = await pool.query<SessionRow>('SELECT * FROM console_sessions WHERE token_hash = $1 AND expires_at > $2', [tokenHash, now])

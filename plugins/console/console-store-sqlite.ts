@@ -54,6 +54,8 @@ export function sqliteConsoleStore (db: Database): ConsoleStore {
   const del = db.prepare('DELETE FROM console_sessions WHERE user_id = ? AND id = ?')
   const delAll = db.prepare('DELETE FROM console_sessions WHERE user_id = ?')
   const purge = db.prepare('DELETE FROM console_sessions WHERE user_id = ? AND expires_at <= ?')
+  const trim = db.prepare(`DELETE FROM console_sessions WHERE user_id = ? AND id <> ? AND (expires_at <= ? OR id IN (
+    SELECT id FROM console_sessions WHERE user_id = ? AND id <> ? ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?))`)
   const insertOutbox = db.prepare('INSERT INTO console_outbox (id, to_email, subject, body, created_at) VALUES (?, ?, ?, ?, ?)')
   const outboxAll = db.prepare<[number], OutboxRow>('SELECT * FROM console_outbox ORDER BY created_at DESC, id DESC LIMIT ?')
   const outboxTo = db.prepare<[string, number], OutboxRow>('SELECT * FROM console_outbox WHERE to_email = ? ORDER BY created_at DESC, id DESC LIMIT ?')
@@ -114,8 +116,11 @@ export function sqliteConsoleStore (db: Database): ConsoleStore {
     async setCode (purpose, email, codeHash, expiresAt) { upsertCode.run(purpose, email, codeHash, expiresAt.getTime()) },
     async checkCode (purpose, email, matches, now, maxAttempts) { return check(purpose, email, matches, now.getTime(), maxAttempts) },
     async setPassword (userId, passwordHash) { setPassword.run(passwordHash, userId) },
-    async createSession (s, tokenHash) {
-      insertSession.run(s.id, s.userId, s.accountId, tokenHash, s.userAgent, s.address, s.createdAt.getTime(), s.lastSeenAt.getTime(), s.expiresAt.getTime())
+    async createSession (s, tokenHash, keep) {
+      db.transaction(() => {
+        insertSession.run(s.id, s.userId, s.accountId, tokenHash, s.userAgent, s.address, s.createdAt.getTime(), s.lastSeenAt.getTime(), s.expiresAt.getTime())
+        if (keep !== undefined) trim.run(s.userId, s.id, s.createdAt.getTime(), s.userId, s.id, Math.max(0, keep - 1))
+      })()
     },
     async sessionByToken (tokenHash, now) {
       const row = byToken.get(tokenHash, now.getTime())

@@ -88,7 +88,11 @@ export interface ConsoleStore {
    */
   checkCode (purpose: CodePurpose, email: string, matches: (storedHash: string) => boolean, now: Date, maxAttempts: number): Promise<CodeCheck>
   setPassword (userId: string, passwordHash: string): Promise<void>
-  createSession (session: ConsoleSession, tokenHash: string): Promise<void>
+  /**
+   * Stores a session; when `keep` is given, the user's other sessions beyond the `keep - 1`
+   * newest (and any expired) are deleted, so a user holds at most `keep` sessions.
+   */
+  createSession (session: ConsoleSession, tokenHash: string, keep?: number): Promise<void>
   /** The live session of a token digest, or null (unknown or expired). */
   sessionByToken (tokenHash: string, now: Date): Promise<ConsoleSession | null>
   touchSession (id: string, at: Date): Promise<void>

@@ -3,17 +3,20 @@
 // value or an unknown name is a 400 REQUEST_INVALID naming it, never a 500.
 import type { FastifyInstance } from 'fastify'
 import * as admin from '../accounts/service.js'
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../accounts/constants.js'
 import { listModels } from '../admin/models.js'
 import { requestLogView } from '../accounts/views.js'
 import { gatewayError } from '../errors/index.js'
 import { formatMoney } from '../pricing/money.js'
 import { InvalidCursorError } from '../store/index.js'
 import { invalid, signedInAs, type ConsoleDeps } from './context.js'
+import { ReadGate } from './read-gate.js'
 import { usageByDay } from './usage.js'
 
 const query = (properties: Record<string, unknown>): Record<string, unknown> => ({ type: 'object', properties, additionalProperties: false })
 const DIGITS = { type: 'string', pattern: '^[0-9]{1,7}$' } as const
-const TEXT = { type: 'string', minLength: 1, maxLength: 400 } as const
+// No control characters: PostgreSQL refuses a NUL in a text parameter (a 500 before), and no id, model or outcome has one.
+const TEXT = { type: 'string', minLength: 1, maxLength: 400, pattern: '^[^\\u0000-\\u001f\\u007f]+$' } as const
 
 export const READ_QUERIES = {
   ledger: query({ limit: DIGITS, before: TEXT }),
@@ -29,6 +32,7 @@ interface IdParams { id: string }
 export function readRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
   const { store, sessions } = deps
   const ctx = deps.admin
+  const gate = new ReadGate(ctx.now)
 
   app.get('/wallet', async (req) => {
     const { session } = await signedInAs(sessions, req, false)
@@ -40,7 +44,8 @@ export function readRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
     const limit = req.query.limit === undefined ? 50 : Number(req.query.limit)
     if (limit < 1 || limit > 200) throw invalid('limit', 'limit must be an integer from 1 to 200.')
     const before = req.query.before
-    const rows = await store.ledger.entries(session.accountId, { limit: limit + 1, ...(before === undefined ? {} : { before }) })
+    const rows = await gate.run(session.accountId, 'ledger', { rows: limit }, async () =>
+      await store.ledger.entries(session.accountId, { limit: limit + 1, ...(before === undefined ? {} : { before }) }))
     const data = rows.slice(0, limit).map((e) => ({
       id: e.id,
       kind: e.kind,
@@ -56,7 +61,10 @@ export function readRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
     const { session } = await signedInAs(sessions, req, false)
     const { model, outcome, key_id: keyId, ...rest } = req.query
     // account_id is the session's, whatever the query says.
-    const page = await admin.listRequests(ctx, { ...rest, account_id: session.accountId })
+    // Checked before the page's rows are spent (the admin service checks it the same way).
+    const rows = rest.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(rest.limit)
+    if (rows < 1 || rows > MAX_PAGE_LIMIT) throw invalid('limit', `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.`)
+    const page = await gate.run(session.accountId, 'requests', { rows }, async () => await admin.listRequests(ctx, { ...rest, account_id: session.accountId }))
     const data = page.data.filter((r) =>
       (model === undefined || r.requested_model === model || r.answered_model === model) &&
       (outcome === undefined || r.outcome === outcome) &&
@@ -69,7 +77,7 @@ export function readRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
     const days = req.query.days === undefined ? 30 : Number(req.query.days)
     if (days < 1 || days > 90) throw invalid('days', 'days must be an integer from 1 to 90.')
     try {
-      return await usageByDay(store.requestLog, session.accountId, days, ctx.now())
+      return await gate.run(session.accountId, 'usage', { summary: true }, async () => await usageByDay(store.requestLog, session.accountId, days, ctx.now()))
     } catch (err) {
       if (err instanceof InvalidCursorError) throw invalid('days', 'The request log could not be paged.')
       throw err

@@ -8,6 +8,11 @@ import { safeEqualText, sha256Hex } from './secrets.js'
 
 export const SESSION_COOKIE = 'gw_console'
 export const CSRF_HEADER = 'x-csrf-token'
+/**
+ * Sessions one user holds at once: a sign-in past it ends the oldest. Without a bound a tenant
+ * signing in over and over grew console_sessions, and GET /sessions, without end.
+ */
+export const MAX_SESSIONS_PER_USER = 20
 /** The cookie is sent to the console only (page and API), never to the model routes. */
 const COOKIE_PATH = '/console'
 /** last_seen_at is written at most this often per session. */

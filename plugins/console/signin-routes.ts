@@ -12,7 +12,7 @@ import { clientSubject, objectBody, passwordField, type ConsoleDeps } from './co
 import type { ConsoleSession } from './console-store.js'
 import { mailbox, normaliseEmail } from './email.js'
 import { hashPassword, newToken, ProofOfWork } from './secrets.js'
-import { setSessionCookie, tokenDigest } from './session.js'
+import { MAX_SESSIONS_PER_USER, setSessionCookie, tokenDigest } from './session.js'
 import { CHALLENGE_TTL_MS, tooMany } from './throttle.js'
 
 export function signinRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
@@ -25,16 +25,22 @@ export function signinRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
 
   app.get('/challenge', async () => pow.issue(config.human_check_difficulty, now().getTime()))
 
-  /** Throws AUTH_HUMAN_CHECK_REQUIRED / _FAILED unless the body carries a fresh solved challenge. */
-  const humanCheck = async (body: Record<string, unknown>, giveBack: () => Promise<void>): Promise<void> => {
+  /**
+   * Throws AUTH_HUMAN_CHECK_REQUIRED / _FAILED unless the body carries a fresh solved challenge.
+   * Neither checked a password: a missing check counts for nothing, a failed one only against
+   * the client address that sent it, never against the email (forged solutions cost nothing, and
+   * counted for the email they locked its owner out without a single proof of work).
+   */
+  const humanCheck = async (body: Record<string, unknown>, giveBack: { both: () => Promise<void>, email: () => Promise<void> }): Promise<void> => {
     const check = body.human_check
     if (typeof check !== 'object' || check === null) {
-      await giveBack()
+      await giveBack.both()
       throw gatewayError('AUTH_HUMAN_CHECK_REQUIRED', { param: 'human_check', detail: 'GET /console/v1/challenge, solve it and send human_check: { challenge, solution }.' })
     }
     const { challenge, solution } = check as Record<string, unknown>
     if (typeof challenge !== 'string' || typeof solution !== 'string' ||
         await pow.check(challenge, solution, config.human_check_difficulty, now().getTime()) !== 'ok') {
+      await giveBack.email()
       throw gatewayError('AUTH_HUMAN_CHECK_FAILED', { param: 'human_check' })
     }
   }
@@ -52,7 +58,7 @@ export function signinRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
       lastSeenAt: at,
       expiresAt: new Date(at.getTime() + config.session_ttl_ms)
     }
-    await consoleStore.createSession(session, tokenDigest(token))
+    await consoleStore.createSession(session, tokenDigest(token), MAX_SESSIONS_PER_USER)
     return { token, id: session.id }
   }
 
@@ -66,14 +72,20 @@ export function signinRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
     const emailSubject = email === '' ? `raw:${String(body.email ?? '').slice(0, 320).toLowerCase()}` : mailbox(email)
     const byAddress = await throttle.take(budgets.signinFailuresPerAddress, address)
     const byEmail = await throttle.take(budgets.signinFailuresPerEmail, emailSubject)
+    const giveBackEmail = async (): Promise<void> => { await throttle.giveBack(budgets.signinFailuresPerEmail, emailSubject) }
     const giveBack = async (): Promise<void> => {
       await throttle.giveBack(budgets.signinFailuresPerAddress, address)
-      await throttle.giveBack(budgets.signinFailuresPerEmail, emailSubject)
+      await giveBackEmail()
     }
-    if (byAddress.over) throw tooMany(byAddress, 'Too many failed sign-ins from this address; wait before trying again.')
-    if (byEmail.over) throw tooMany(byEmail, 'Too many failed sign-ins for this email; wait before trying again.')
+    // A refusal over a budget checked nothing: taken back, so attempts still in flight (counted,
+    // then asked for the proof of work and taken back) cannot leave a burst counted as failures.
+    if (byAddress.over || byEmail.over) {
+      await giveBack()
+      if (byAddress.over) throw tooMany(byAddress, 'Too many failed sign-ins from this address; wait before trying again.')
+      throw tooMany(byEmail, 'Too many failed sign-ins for this email; wait before trying again.')
+    }
     // The counts include this attempt: earlier failures are one less.
-    if (Math.max(byAddress.count, byEmail.count) - 1 >= config.human_check_after_failures) await humanCheck(body, giveBack)
+    if (Math.max(byAddress.count, byEmail.count) - 1 >= config.human_check_after_failures) await humanCheck(body, { both: giveBack, email: giveBackEmail })
 
     // Once per process and outside the hasher's queue, so a busy moment cannot spoil it.
     dummyHash ??= hashPassword(newToken())

@@ -62,6 +62,57 @@ export function consoleAbuseCodesSuite (backend: Backend): void {
       t.equal((await owner.call('POST', '/signin', { email: victim, password: PASSWORD })).status, 200, 'the owner signs in with their password')
     })
 
+    t.test('a resend kills the previous code, a code dies at its expiry, a reset code after its wrong guesses', async (t) => {
+      const email = uniqueEmail('lifecycle')
+      const c = consoleClient(gw.url)
+      await c.ok('POST', '/signup', { email, password: PASSWORD })
+      const first = await outboxCode(gw.url, ADMIN_TOKEN, email)
+      t.equal((await c.call('POST', '/verify/resend', { email })).status, 202, 'a resend')
+      const second = await outboxCode(gw.url, ADMIN_TOKEN, email)
+      t.not(second, first, 'a new code')
+      await expectCode(t, await c.call('POST', '/verify', { email, code: first }), 422, 'AUTH_VERIFICATION_CODE_INVALID')
+      clock.advance(cfg.verification_code_ttl_ms)
+      await expectCode(t, await c.call('POST', '/verify', { email, code: second }), 422, 'AUTH_VERIFICATION_CODE_INVALID')
+      t.equal(await consoleStore.userByEmail(email), null, 'neither the replaced nor the expired code verified the address')
+
+      // A reset code: void after verification_max_attempts wrong guesses, the right one included.
+      const user = await signedInClient(gw.url, ADMIN_TOKEN)
+      t.equal((await consoleClient(gw.url).call('POST', '/password/reset', { email: user.email })).status, 202)
+      const reset = await outboxCode(gw.url, ADMIN_TOKEN, user.email)
+      for (let i = 0; i < cfg.verification_max_attempts; i++) {
+        await expectCode(t, await consoleClient(gw.url).call('POST', '/password/reset/confirm', { email: user.email, code: wrongCode(reset, i), password: 'a brand new password' }), 422, 'AUTH_VERIFICATION_CODE_INVALID')
+      }
+      await expectCode(t, await consoleClient(gw.url).call('POST', '/password/reset/confirm', { email: user.email, code: reset, password: 'a brand new password' }), 422, 'AUTH_VERIFICATION_CODE_INVALID')
+      t.equal((await consoleClient(gw.url).call('POST', '/signin', { email: user.email, password: PASSWORD })).status, 200, 'the password is unchanged')
+    })
+
+    t.test('guesses sent all at once, from many clients, are compared exactly up to the guess budget', async (t) => {
+      const victim = uniqueEmail('concurrent')
+      await consoleClient(gw.url).ok('POST', '/signup', { email: victim, password: 'the attacker password' })
+      const real = await outboxCode(gw.url, ADMIN_TOKEN, victim)
+      // Four times the budget, each from its own client address, none waiting for another.
+      const statuses = await Promise.all(Array.from({ length: cfg.code_guesses_per_email_per_hour * 4 }, async (_, i) => {
+        const res = await consoleClient(gw.url).call('POST', '/verify', { email: victim, code: wrongCode(real, 100 + i) })
+        await res.arrayBuffer()
+        return res.status
+      }))
+      t.equal(statuses.filter((s) => s === 422).length, cfg.code_guesses_per_email_per_hour, `exactly ${cfg.code_guesses_per_email_per_hour} of ${statuses.length} concurrent guesses compared`)
+      t.equal(statuses.filter((s) => s === 429).length, statuses.length - cfg.code_guesses_per_email_per_hour, 'every other one refused with 429')
+      await expectCode(t, await consoleClient(gw.url).call('POST', '/verify', { email: victim, code: real }), 429, 'LIMIT_RATE_EXCEEDED')
+      t.equal(await consoleStore.userByEmail(victim), null, 'the address is not verified')
+    })
+
+    t.test('sign-ups sent all at once from one address: exactly the budget is admitted', async (t) => {
+      const flood = consoleClient(gw.url)
+      const statuses = await Promise.all(Array.from({ length: cfg.signups_per_address_per_hour * 5 }, async () => {
+        const res = await flood.call('POST', '/signup', { email: uniqueEmail('burst'), password: PASSWORD })
+        await res.arrayBuffer()
+        return res.status
+      }))
+      t.equal(statuses.filter((s) => s === 201).length, cfg.signups_per_address_per_hour, `${cfg.signups_per_address_per_hour} of ${statuses.length} admitted`)
+      t.equal(statuses.filter((s) => s === 429).length, statuses.length - cfg.signups_per_address_per_hour, 'the rest refused with 429')
+    })
+
     t.test('a sign-up flood from one address: exactly the budget is admitted, and no account before verification', async (t) => {
       const accounts = await countAccounts()
       const flood = consoleClient(gw.url)

@@ -8,10 +8,11 @@ import type { Backend } from './gateway.js'
 import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './console.js'
 import { CONSOLE_ADMIN_TOKEN as ADMIN_TOKEN, expectCode } from './console-api-suite.js'
 import { abuseGateway } from './console-abuse.js'
+import { MAX_SESSIONS_PER_USER } from '../../plugins/console/session.js'
 
 export function consoleAbuseSigninSuite (backend: Backend): void {
   t.test(`console abuse: sign-in, sessions and audit on ${backend}`, async (t) => {
-    const { gw, clock, lines, cfg } = await abuseGateway(t, backend)
+    const { gw, clock, lines, cfg, consoleStore } = await abuseGateway(t, backend)
 
     t.test('one password sprayed across emails from one address meets the proof of work, then 429', async (t) => {
       const sprayer = consoleClient(gw.url)
@@ -30,6 +31,42 @@ export function consoleAbuseSigninSuite (backend: Backend): void {
       t.ok(user.csrf, 'a client elsewhere signs in')
     })
 
+    t.test('a spray sent all at once from one address: no more passwords checked than the budget before the proof of work', async (t) => {
+      const sprayer = consoleClient(gw.url)
+      const statuses = await Promise.all(Array.from({ length: 30 }, async () => {
+        const res = await sprayer.call('POST', '/signin', { email: uniqueEmail('burst-spray'), password: 'Summer2030!' })
+        const code = res.headers.get('x-gateway-error-code')
+        await res.arrayBuffer()
+        return `${res.status} ${code}`
+      }))
+      const checked = statuses.filter((s) => s === '401 AUTH_CREDENTIALS_INVALID').length
+      t.ok(checked <= cfg.human_check_after_failures, `${checked} passwords checked (at most ${cfg.human_check_after_failures}): ${[...new Set(statuses)].join(', ')}`)
+      t.ok(statuses.every((s) => ['401 AUTH_CREDENTIALS_INVALID', '400 AUTH_HUMAN_CHECK_REQUIRED', '429 LIMIT_RATE_EXCEEDED'].includes(s)), 'the rest asked for the proof of work or refused')
+      await expectCode(t, await sprayer.call('POST', '/signin', { email: uniqueEmail('burst-spray'), password: 'Summer2030!' }), 400, 'AUTH_HUMAN_CHECK_REQUIRED')
+    })
+
+    t.test('an email cannot be locked without the proof of work: a burst from many addresses, or forged solutions, leave its owner a way in', async (t) => {
+      // Locking an email (signin_max_failures_per_email failures) costs a solved challenge per
+      // failure past human_check_after_failures. Requests that checked no password (refused over
+      // the budget while others were in flight, or with a forged solution) must not count for it.
+      const user = await signedInClient(gw.url, ADMIN_TOKEN)
+      const burst = await Promise.all(Array.from({ length: 30 }, async () => {
+        const res = await consoleClient(gw.url).call('POST', '/signin', { email: user.email, password: 'wrong password 3' })
+        await res.arrayBuffer()
+        return res.status
+      }))
+      t.ok(burst.filter((s) => s === 401).length <= cfg.human_check_after_failures, `at most ${cfg.human_check_after_failures} passwords checked in the burst (${burst.join(' ')})`)
+      for (let i = 0; i < cfg.signin_max_failures_per_email * 2; i++) {
+        const res = await consoleClient(gw.url).call('POST', '/signin', { email: user.email, password: 'wrong password 4', human_check: { challenge: 'forged', solution: 'forged' } })
+        t.equal(res.headers.get('x-gateway-error-code'), 'AUTH_HUMAN_CHECK_FAILED', 'a forged solution fails')
+        await res.arrayBuffer()
+      }
+      const owner = consoleClient(gw.url)
+      const res = await owner.call('POST', '/signin', { email: user.email, password: PASSWORD, human_check: await humanCheck(owner) })
+      t.equal(res.status, 200, 'the owner signs in (with the proof of work the page solves)')
+      await res.arrayBuffer()
+    })
+
     t.test('failures for one email from many addresses meet the proof of work, then 429, right password included', async (t) => {
       const user = await signedInClient(gw.url, ADMIN_TOKEN)
       const from = (extra: Record<string, unknown> = {}, password = 'wrong password 1'): Promise<Response> =>
@@ -44,6 +81,26 @@ export function consoleAbuseSigninSuite (backend: Backend): void {
       await expectCode(t, await c.call('POST', '/signin', { email: user.email, password: PASSWORD, human_check: await humanCheck(c) }), 429, 'LIMIT_RATE_EXCEEDED')
       clock.advance(cfg.signin_failure_window_ms)
       t.equal((await from({}, PASSWORD)).status, 200, 'after the window the owner signs in')
+    })
+
+    t.test(`one user holds at most ${MAX_SESSIONS_PER_USER} sessions: signing in over and over ends the oldest`, async (t) => {
+      const user = await signedInClient(gw.url, ADMIN_TOKEN)
+      const stored = await consoleStore.userByEmail(user.email)
+      if (stored === null) throw new Error('no user')
+      // The sessions of earlier sign-ins (each a scrypt through the API would take the file's time), older than the first one.
+      const before = clock.now().getTime()
+      for (let i = 0; i < MAX_SESSIONS_PER_USER + 5; i++) {
+        const at = new Date(before - 60_000 + i)
+        await consoleStore.createSession({ id: `ses_seeded_${i}`, userId: stored.id, accountId: stored.accountId, userAgent: '', address: '', createdAt: at, lastSeenAt: at, expiresAt: new Date(before + 3_600_000) }, `seeded-${user.email}-${i}`)
+      }
+      t.equal((await user.ok<{ data: unknown[] }>('GET', '/sessions')).data.length, MAX_SESSIONS_PER_USER + 6, 'sessions stored before the cap was met')
+      const next = consoleClient(gw.url)
+      next.csrf = (await next.ok<{ csrf_token: string }>('POST', '/signin', { email: user.email, password: PASSWORD })).csrf_token
+      const listed = await next.ok<{ data: Array<{ id: string, current: boolean }> }>('GET', '/sessions')
+      t.equal(listed.data.length, MAX_SESSIONS_PER_USER, `one more sign-in: ${MAX_SESSIONS_PER_USER} sessions left`)
+      t.ok(listed.data.some((x) => x.current), 'the new one among them')
+      t.equal((await user.call('GET', '/session')).status, 200, 'the first sign-in, newer than the seeded ones, stays')
+      t.notOk(listed.data.some((x) => x.id === 'ses_seeded_0'), 'the oldest ended')
     })
 
     t.test('every console query parameter is checked by its route schema: 400 naming it, never a 500', async (t) => {
