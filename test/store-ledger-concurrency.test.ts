@@ -15,14 +15,40 @@ const CALLS = 2000
 const FITS = 500
 const WAVE = 50
 const AMOUNT = 1_234_567n
+/** Reads each store makes at once before the burst, so its pool (5 on PostgreSQL here) has its connections open. */
+const WARM_CONNECTIONS = 5
+/** Bursts tried at most until every store won some holds. */
+const BURSTS = 3
 const FLOOR = 5_000_000_000n
 
-/** Fires CALLS holds at once, alternating over `stores`; checks exactly FITS fit, then settles them. */
+/**
+ * Fires CALLS holds at once, alternating over `stores`; checks exactly FITS fit, then settles
+ * them. With several stores, the burst is tried again on a new account (at most BURSTS times,
+ * each checked in full) until every store won some holds: one store can still take all the money
+ * before another's first batch lands (a loaded CI run saw 500 + 0 once), and that burst showed no
+ * contention between instances.
+ */
 async function exactUnderContention (t: Test, stores: Store[]): Promise<void> {
+  for (let burst = 1; ; burst++) {
+    const perStore = await oneBurst(t, stores)
+    const everyStore = perStore.every((n) => n > 0)
+    if (stores.length === 1 || everyStore || burst === BURSTS) {
+      if (stores.length > 1) t.ok(everyStore, `every instance won some holds (${perStore.join(' + ')}; burst ${burst} of at most ${BURSTS})`)
+      return
+    }
+  }
+}
+
+/** One burst on a new account; the holds each store won. */
+async function oneBurst (t: Test, stores: Store[]): Promise<number[]> {
   const [first] = stores
   if (!first) throw new Error('no store')
   const { id } = await first.accounts.create({ name: 'contended' })
   await first.ledger.credit({ accountId: id, amount: FLOOR + BigInt(FITS) * AMOUNT, kind: 'topup', postingId: `fund-${id}` })
+  // Every instance connected, as running ones are: a store still opening its first connection
+  // when the burst starts can find the money gone before its first batch lands (a CI run saw
+  // 500 + 0, the first store warm from the setup above, the second not).
+  await Promise.all(stores.flatMap((s) => Array.from({ length: WARM_CONNECTIONS }, async () => await s.ledger.wallet(id))))
   // Fired in waves of WAVE calls a macrotask apart, without waiting for answers, so every
   // instance has batches in flight against the row while the others do.
   const calls: Array<Promise<HoldResult>> = []
@@ -43,10 +69,7 @@ async function exactUnderContention (t: Test, stores: Store[]): Promise<void> {
   t.equal(admitted.length, FITS, `exactly ${FITS} of ${CALLS} admitted`)
   t.equal(results.filter((r) => !r.ok && r.error === 'insufficient_funds').length, CALLS - FITS, 'the rest refused')
   t.equal(new Set(admitted.map((r) => r.holdId)).size, FITS, 'distinct hold ids')
-  if (stores.length > 1) {
-    const perStore = stores.map((_, s) => results.filter((r, i) => r.ok && i % stores.length === s).length)
-    t.ok(perStore.every((n) => n > 0), `every instance won some holds (${perStore.join(' + ')})`)
-  }
+  const perStore = stores.map((_, s) => results.filter((r, i) => r.ok && i % stores.length === s).length)
   t.same(await first.ledger.wallet(id), {
     accountId: id,
     balance: FLOOR + BigInt(FITS) * AMOUNT,
@@ -67,6 +90,7 @@ async function exactUnderContention (t: Test, stores: Store[]): Promise<void> {
   t.equal(facts.entriesSum, facts.balance, 'entries sum to the balance')
   t.equal(facts.entries, FITS + 1, 'one top-up and one charge per admitted hold')
   t.equal(facts.openHolds, 0)
+  return perStore
 }
 
 /** Holds issued in one tick decide as if made one after another, in call order. */
