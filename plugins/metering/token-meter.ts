@@ -143,19 +143,20 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput, feat
     return chunk.subarray(at)
   }
 
-  const outputJson = (): { usage: RawUsage | undefined, textBytes: number } => {
+  /** The answer's usage, and its text bytes for an estimate (walked only when one is asked for). */
+  const outputJson = (): { usage: RawUsage | undefined, textBytes: () => number } => {
     if (scanner === null) {
       try {
         const value: unknown = JSON.parse(Buffer.concat(held, heldBytes).toString('utf8'))
         if (features !== null) for (const record of Array.isArray(value) ? value : [value]) features.answer(record)
-        return { usage: dialect.json(capturedOf(value, dialect.capture)), textBytes: textUnder(value, dialect.textKeys) }
+        return { usage: dialect.json(capturedOf(value, dialect.capture)), textBytes: () => textUnder(value, dialect.textKeys) }
       } catch {
         // A cut or malformed answer: the scanner keeps what it can read of it.
         scanner = toScanner()
       }
     }
     const scan = scanner.result()
-    return { usage: dialect.json(parseCaptured(scan.captured)), textBytes: scan.textBytes }
+    return { usage: dialect.json(parseCaptured(scan.captured)), textBytes: () => scan.textBytes }
   }
 
   /** Meters a chunk once the mode is known. */
@@ -229,8 +230,9 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput, feat
     ...(filtering ? { filter } : {}),
     finish: (): Usage => {
       if (failure !== null) throw failure
-      // Only a missing or rejected count asks for the estimate (tokenUsage calls it then).
-      const estimate = (outputBytes: number) => () => estimateUsage(dialect.name, input.request, input.estimate, outputBytes)
+      // Only a missing or rejected count asks for the estimate (tokenUsage calls it then), and
+      // only then are the answer's text bytes counted.
+      const estimate = (outputBytes: () => number) => () => estimateUsage(dialect.name, input.request, input.estimate, outputBytes())
       const withFeatures = (usage: Usage): Usage => {
         if (features !== null) usage.features = features.result(usage.reported)
         return usage
@@ -247,7 +249,7 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput, feat
       } else {
         parser?.end()
       }
-      return withFeatures(tokenUsage(state.usage, estimate(state.textBytes + fastBytes)))
+      return withFeatures(tokenUsage(state.usage, estimate(() => state.textBytes + fastBytes)))
     }
   }
 }
