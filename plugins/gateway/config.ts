@@ -14,8 +14,11 @@ import { checkPricing } from '../pricing/index.js'
 export const CONFIG_CONCERNS: ConfigConcerns = Object.freeze({
   checks: Object.freeze([
     checkOperations,
-    (config: GatewayConfig) => checkModelMeters(config, operationsTable(config)),
-    (config: GatewayConfig) => checkPricing(config, operationsTable(config)),
+    // The models' meters and prices are both checked against the operations table, built once.
+    (config: GatewayConfig) => {
+      const operations = operationsTable(config)
+      return [...checkModelMeters(config, operations), ...checkPricing(config, operations)]
+    },
     checkAdmission,
     checkAliases,
     checkListings
