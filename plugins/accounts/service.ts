@@ -142,7 +142,8 @@ async function existingKey (ctx: AdminContext, id: string): Promise<ApiKeyRecord
   return key
 }
 
-function pageLimit (v: unknown): number {
+/** A page's `limit` (a query string or a number): DEFAULT_PAGE_LIMIT when absent, else 1–MAX_PAGE_LIMIT or REQUEST_INVALID. */
+export function pageLimit (v: unknown): number {
   if (v === undefined) return DEFAULT_PAGE_LIMIT
   const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,7}$/.test(v) ? Number(v) : NaN
   if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_LIMIT) {

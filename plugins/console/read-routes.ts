@@ -3,7 +3,6 @@
 // value or an unknown name is a 400 REQUEST_INVALID naming it, never a 500.
 import type { FastifyInstance } from 'fastify'
 import * as admin from '../accounts/service.js'
-import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../accounts/constants.js'
 import { listModels } from '../admin/models.js'
 import { requestLogView } from '../accounts/views.js'
 import { gatewayError } from '../errors/index.js'
@@ -61,9 +60,8 @@ export function readRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
     const { session } = await signedInAs(sessions, req, false)
     const { model, outcome, key_id: keyId, ...rest } = req.query
     // account_id is the session's, whatever the query says.
-    // Checked before the page's rows are spent (the admin service checks it the same way).
-    const rows = rest.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(rest.limit)
-    if (rows < 1 || rows > MAX_PAGE_LIMIT) throw invalid('limit', `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.`)
+    // Checked before the page's rows are spent, by the admin service's own reading of it.
+    const rows = admin.pageLimit(rest.limit)
     const page = await gate.run(session.accountId, 'requests', { rows }, async () => await admin.listRequests(ctx, { ...rest, account_id: session.accountId }))
     const data = page.data.filter((r) =>
       (model === undefined || r.requested_model === model || r.answered_model === model) &&
