@@ -9,6 +9,13 @@ export interface Migration {
   name: string
   /** One or more statements, run in one transaction. Never edit once released. */
   sql: string
+  /**
+   * SQLite only: the migration rebuilds tables others reference (create the new table, copy,
+   * drop the old one, rename), which cannot run with foreign keys enforced. The SQLite runner
+   * turns them off before its transaction, checks every reference before it commits, and turns
+   * them back on after. Not part of the checksum: it changes how the SQL runs, not what it does.
+   */
+  rebuildsTables?: boolean
 }
 
 export interface AppliedMigration {

@@ -16,6 +16,7 @@ import { boundedAccount } from './013-bounded-account.js'
 import { idempotencyRecovery } from './014-idempotency-recovery.js'
 import { consoleAbuse } from './015-console-abuse.js'
 import { storeRevision } from './016-store-revision.js'
+import { ledgerLayout } from './017-ledger-layout.js'
 
 export const sqliteMigrations: readonly Migration[] = [
   accountsKeys,
@@ -34,4 +35,5 @@ export const sqliteMigrations: readonly Migration[] = [
   idempotencyRecovery,
   consoleAbuse,
   storeRevision,
+  ledgerLayout,
 ]
