@@ -4,7 +4,7 @@
 // difference. Not part of `npm run bench`: run with `npx tsx bench/ops-overhead.ts [N] [rounds]`.
 import { Writable } from 'node:stream'
 import { Agent, request } from 'undici'
-import { GatewayMetrics } from '../plugins/metrics/index.js'
+import { GatewayMetrics } from '../plugins/concerns/metrics/index.js'
 import { startTestGateway, type TestGateway } from '../test/helpers/gateway.js'
 
 const N = Number(process.argv[2] ?? 2000)

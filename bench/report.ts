@@ -1,5 +1,5 @@
 // Plain-text tables for the terminal and the JSON document written to bench/results/.
-import { formatMoney } from '../plugins/pricing/money.js'
+import { formatMoney } from '../plugins/foundation/pricing/money.js'
 import type { CpuShare } from './cpu.js'
 import type { ChildReport } from './ipc.js'
 import type { LoadRun } from './load.js'

@@ -4,12 +4,12 @@
 // admin lines printed here are the ones that work under `npm start` too.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
-import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../plugins/server/admin-server.js'
-import { loadConfig } from '../plugins/gateway/config.js'
-import { buildServer } from '../plugins/server/server.js'
-import { openServices } from '../plugins/gateway/index.js'
-import { parseMoney } from '../plugins/pricing/money.js'
-import { createWallet } from '../plugins/wallet/wallet.js'
+import { adminListenAddress, adminStartupProblem, buildAdminServer } from '../plugins/apps/server/admin-server.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
+import { buildServer } from '../plugins/apps/server/server.js'
+import { openServices } from '../plugins/apps/gateway/index.js'
+import { parseMoney } from '../plugins/foundation/pricing/money.js'
+import { createWallet } from '../plugins/concerns/wallet/wallet.js'
 import { startMockUpstream } from '../test/fixtures/mock-upstream.js'
 import { mockEnv } from '../test/helpers/gateway.js'
 

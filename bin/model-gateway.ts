@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 // model-gateway CLI: a table of subcommands, each `(args) => exit code`.
-// Operator commands mirror the admin API (plugins/admin/cli.ts). Each command's module is loaded
+// Operator commands mirror the admin API (plugins/apps/admin/cli.ts). Each command's module is loaded
 // when it runs, so a command loads only what it uses: `help` 0.08 s of CPU instead of 0.98, `check` 0.94 instead of 1.62,
 // `keys create` without the server, undici or the pipeline (the store and config loader only).
-import { ACCOUNTS_USAGE, KEYS_USAGE, MODELS_USAGE, REQUESTS_USAGE, TIERS_USAGE, WALLET_USAGE } from '../plugins/admin/cli-usage.js'
-import { CHECK_USAGE } from '../plugins/gateway/check-usage.js'
-import { SERVE_USAGE } from '../plugins/server/serve-usage.js'
+import { ACCOUNTS_USAGE, KEYS_USAGE, MODELS_USAGE, REQUESTS_USAGE, TIERS_USAGE, WALLET_USAGE } from '../plugins/apps/admin/cli-usage.js'
+import { CHECK_USAGE } from '../plugins/apps/gateway/check-usage.js'
+import { SERVE_USAGE } from '../plugins/apps/server/serve-usage.js'
 
 type Command = (args: string[]) => Promise<number>
 
-const admin = async (): Promise<typeof import('../plugins/admin/cli.js')> => await import('../plugins/admin/cli.js')
+const admin = async (): Promise<typeof import('../plugins/apps/admin/cli.js')> => await import('../plugins/apps/admin/cli.js')
 
 const usage = [
   'usage: model-gateway <command> [args]',
@@ -27,8 +27,8 @@ const usage = [
 ].join('\n') + '\n'
 
 const commands: Record<string, Command> = {
-  check: async (args) => await (await import('../plugins/gateway/check-command.js')).checkCommand(args),
-  serve: async (args) => await (await import('../plugins/server/serve-command.js')).serveCommand(args),
+  check: async (args) => await (await import('../plugins/apps/gateway/check-command.js')).checkCommand(args),
+  serve: async (args) => await (await import('../plugins/apps/server/serve-command.js')).serveCommand(args),
   accounts: async (args) => await (await admin()).accountsCommand(args),
   keys: async (args) => await (await admin()).keysCommand(args),
   wallet: async (args) => await (await admin()).walletCommand(args),

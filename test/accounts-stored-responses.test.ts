@@ -10,7 +10,7 @@
 import Anthropic from '@anthropic-ai/sdk'
 import { OpenAI } from 'openai'
 import t from 'tap'
-import { parseMoney } from '../plugins/pricing/money.js'
+import { parseMoney } from '../plugins/foundation/pricing/money.js'
 import { startTestGateway, type Backend } from './helpers/gateway.js'
 import { seedFundedKey } from './helpers/store.js'
 import { refusalCode } from './helpers/wallet-bound.js'

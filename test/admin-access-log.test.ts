@@ -2,7 +2,7 @@
 // code, time, address), refused ones included; never the admin token, a key, a body or an amount.
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { ADMIN_ACCESS_LOG_MESSAGE } from '../plugins/admin/route-hooks.js'
+import { ADMIN_ACCESS_LOG_MESSAGE } from '../plugins/apps/admin/route-hooks.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { writeTestConfig } from './helpers/test-config.js'
 

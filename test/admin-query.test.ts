@@ -2,8 +2,8 @@
 // stores: a bad value is a 400 REQUEST_INVALID naming it, in the admin envelope, never a 500
 // (`GET /admin/v1/accounts?limit=1000` used to answer 500: the store was asked for 1001 rows).
 import t, { type Test } from 'tap'
-import { buildAdminServer } from '../plugins/server/admin-server.js'
-import { MAX_PAGE_LIMIT } from '../plugins/admin/index.js'
+import { buildAdminServer } from '../plugins/apps/server/admin-server.js'
+import { MAX_PAGE_LIMIT } from '../plugins/apps/admin/index.js'
 import { startTestGateway, type Backend } from './helpers/gateway.js'
 import { startReloadGateway, ADMIN_TOKEN as RELOAD_ADMIN_TOKEN } from './helpers/reload.js'
 

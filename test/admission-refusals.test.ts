@@ -1,4 +1,4 @@
-// The refusals a request earns by itself (plugins/admission, the multipart item guard, the
+// The refusals a request earns by itself (plugins/concerns/admission, the multipart item guard, the
 // first-byte deadline), as one table: every code × each family's envelope where the family can
 // send such a request. Each row checks the HTTP status, the error headers, the envelope, that
 // the mock upstream was not called, and that the wallet is exactly as before (no hold left, no
@@ -6,7 +6,7 @@
 // none of these checks, pass: the refusals come from YAML alone.
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { ErrorsConfig } from '../plugins/config/types.js'
+import type { ErrorsConfig } from '../plugins/foundation/config/types.js'
 import { ledgerState, settledRow } from './helpers/billing.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import { modelOf, writeTestConfig, type RawConfig } from './helpers/test-config.js'

@@ -4,7 +4,7 @@
 // upstream to its end, so the charge is the provider's own usage, priced by this test from
 // gateway.yaml and rounded up once per request. With a short drain window the upstream is cut:
 // the charge is what the gateway metered until then (estimated), and still no hold stays open.
-import { estimateUsage } from '../plugins/metering/estimate.js'
+import { estimateUsage } from '../plugins/concerns/metering/estimate.js'
 import t, { type Test } from 'tap'
 import type { RecordedCall } from './fixtures/mock-upstream.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'

@@ -4,7 +4,7 @@
 // breaks ends with an `event: error` frame whose billing status says whether what was produced
 // was charged; and a hold that expires while its request is still running is released by the
 // reaper, after which the late settle posts nothing.
-import { estimateUsage } from '../plugins/metering/estimate.js'
+import { estimateUsage } from '../plugins/concerns/metering/estimate.js'
 import t, { type Test } from 'tap'
 import { replyChunks } from './fixtures/mock-upstream.js'
 import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'

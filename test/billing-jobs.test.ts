@@ -1,5 +1,5 @@
 import t from 'tap'
-import { parseMoney } from '../plugins/pricing/money.js'
+import { parseMoney } from '../plugins/foundation/pricing/money.js'
 import { priceOf } from './helpers/billing.js'
 import { startTestGateway, type Backend } from './helpers/gateway.js'
 

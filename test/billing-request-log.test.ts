@@ -5,10 +5,10 @@
 import { rmSync } from 'node:fs'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { openStore } from '../plugins/store/index.js'
-import type { RequestLogRow } from '../plugins/store/request-log/types.js'
+import { openStore } from '../plugins/foundation/store/index.js'
+import type { RequestLogRow } from '../plugins/foundation/store/request-log/types.js'
 import { dumpAllTables, TEST_DATABASE_URL, TEST_SECRET } from './helpers/store.js'
-import type { RequestLogView } from '../plugins/accounts/views.js'
+import type { RequestLogView } from '../plugins/concerns/accounts/views.js'
 import { dropSchema, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
 import { adminClient, checkWalletAgainstRows, codePoints, expectedCost, ledgerState, nanos, priceOf, settledRow, sleep, tokensFromChars } from './helpers/billing.js'
 

@@ -13,8 +13,8 @@ import t, { type Test } from 'tap'
 import { parse } from 'yaml'
 import { replyChunks, type RecordedCall } from './fixtures/mock-upstream.js'
 import { PNG_BYTES } from './fixtures/mock-upstream/media.js'
-import { estimateUsage } from '../plugins/metering/estimate.js'
-import type { RequestLogRow, RequestUsage } from '../plugins/store/request-log/types.js'
+import { estimateUsage } from '../plugins/concerns/metering/estimate.js'
+import type { RequestLogRow, RequestUsage } from '../plugins/foundation/store/request-log/types.js'
 import { capturingFetch, type CapturingFetch } from './helpers/capture-fetch.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import {
@@ -107,7 +107,7 @@ async function expectBilled (t: Test, before: bigint, e: Expect, c: Clients = { 
 /** Prompt tokens as the mock counts them: ceil(chars / 4). */
 const promptTokens = (text: string): number => tokensFromChars(codePoints(text))
 
-/** The gateway's estimate of the input of the request the SDK just sent (plugins/metering/estimate.ts). */
+/** The gateway's estimate of the input of the request the SDK just sent (plugins/concerns/metering/estimate.ts). */
 const estimatedInput = (dialect: 'chat' | 'messages', upstreamModel: string): number =>
   estimateUsage(dialect, { json: JSON.parse(cap.last().body.toString('utf8')) as Record<string, unknown> }, { upstreamModel }, 0).inputTokens
 
@@ -328,7 +328,7 @@ t.test('per output token, token-billed speech: gpt-4o-mini-tts is estimated from
   const res = await openai.audio.speech.create({ model: 'openai/gpt-4o-mini-tts', input, voice: 'alloy' })
   const bytes = (await res.arrayBuffer()).byteLength
   t.equal(res.headers.get('content-type'), 'audio/mpeg', 'mp3 audio')
-  // A binary answer reports no usage. The gateway's documented estimate (plugins/metering/
+  // A binary answer reports no usage. The gateway's documented estimate (plugins/concerns/metering/
   // audio-meters.ts): mp3 at 16,000 bytes a second, 1,250 output tokens a minute; the input
   // from the text at four characters a token.
   const outputTokens = ceilDiv(bytes * 1250, 16_000 * 60)

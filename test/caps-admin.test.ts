@@ -3,9 +3,9 @@
 // list refused: the key's or the account's).
 import { join } from 'node:path'
 import t from 'tap'
-import { accountsCommand, keysCommand } from '../plugins/admin/cli.js'
-import type { CommandIo } from '../plugins/admin/cli-runtime.js'
-import { parseMoney } from '../plugins/pricing/money.js'
+import { accountsCommand, keysCommand } from '../plugins/apps/admin/cli.js'
+import type { CommandIo } from '../plugins/apps/admin/cli-runtime.js'
+import { parseMoney } from '../plugins/foundation/pricing/money.js'
 import { adminClient } from './helpers/billing.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { ManualClock, TEST_SECRET } from './helpers/store.js'

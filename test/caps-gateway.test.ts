@@ -3,7 +3,7 @@
 // the sum of their charges stays under the cap), and a settle below the hold gives the
 // difference back (a request refused at the cap is admitted once the earlier ones settled lower).
 import t from 'tap'
-import { parseMoney } from '../plugins/pricing/money.js'
+import { parseMoney } from '../plugins/foundation/pricing/money.js'
 import { startTestGateway } from './helpers/gateway.js'
 
 const gw = await startTestGateway({ backend: 'pg' })

@@ -4,8 +4,8 @@ import t from 'tap'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { ConfigError, expandString, formatProblem } from '../plugins/config/index.js'
-import { checkConfig, loadConfig } from '../plugins/gateway/config.js'
+import { ConfigError, expandString, formatProblem } from '../plugins/foundation/config/index.js'
+import { checkConfig, loadConfig } from '../plugins/apps/gateway/config.js'
 import { ROOT } from './helpers/paths.js'
 
 const root = ROOT

@@ -1,4 +1,4 @@
-// plugins/config/types.ts is generated from schemas/ (plugins/docs/config-types.ts): the committed
+// plugins/foundation/config/types.ts is generated from schemas/ (plugins/apps/docs/config-types.ts): the committed
 // file is what the generator writes today, the generator follows its rules, the types' promise
 // (a key with a default is present) holds for loaded configs, and the schemas stay documentable:
 // every property described, every object closed.
@@ -6,9 +6,9 @@ import t from 'tap'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { readSchemas } from '../plugins/config/index.js'
-import { loadConfig } from '../plugins/gateway/config.js'
-import { bundleSchemas, CONFIG_TYPES_PATH, configTypesModule, sectionTypeName } from '../plugins/docs/config-types.js'
+import { readSchemas } from '../plugins/foundation/config/index.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
+import { bundleSchemas, CONFIG_TYPES_PATH, configTypesModule, sectionTypeName } from '../plugins/apps/docs/config-types.js'
 import { REPO_CONFIG } from './helpers/gateway.js'
 import { ROOT } from './helpers/paths.js'
 
@@ -45,7 +45,7 @@ t.test('one schema file per section', async (t) => {
   ].map((s) => `${s}.schema.json`))
 })
 
-t.test('plugins/config/types.ts is what `npm run types` writes from schemas/ today', async (t) => {
+t.test('plugins/foundation/config/types.ts is what `npm run types` writes from schemas/ today', async (t) => {
   const onDisk = readFileSync(join(root, CONFIG_TYPES_PATH), 'utf8')
   t.equal(onDisk, await configTypesModule(), `${CONFIG_TYPES_PATH} is stale: run \`npm run types\``)
   t.match(onDisk, /^\/\/ Generated from schemas\/\*\.json by `npm run types`/, 'its header says it is generated and how')

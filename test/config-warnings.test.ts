@@ -1,11 +1,11 @@
 // Golden warnings: valid/<name>.yaml loads (exit 0) and prints exactly valid/<name>.warnings.txt
 // on stderr, or nothing when there is no such file. A warning names a model that leaves out the
-// facts the hold and the door checks read (plugins/models/facts-check.ts).
+// facts the hold and the door checks read (plugins/concerns/models/facts-check.ts).
 import t from 'tap'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { checkCommand, type CommandIo } from '../plugins/gateway/check-command.js'
-import { loadConfig } from '../plugins/gateway/config.js'
+import { checkCommand, type CommandIo } from '../plugins/apps/gateway/check-command.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
 import { repoPath } from './helpers/paths.js'
 
 const validDir = repoPath('test', 'fixtures', 'config', 'valid')

@@ -43,7 +43,7 @@ t.test('the page: strict CSP, no inline script, no secret', async (t) => {
     const text = await a.text()
     t.notOk(text.includes(gw.key) || text.includes('GATEWAY_SECRET'), `${asset}: no secret`)
   }
-  const source = readFileSync(repoPath('plugins', 'console', 'page', 'app.js'), 'utf8')
+  const source = readFileSync(repoPath('plugins', 'apps', 'console', 'page', 'app.js'), 'utf8')
   t.notMatch(source, /innerHTML|insertAdjacentHTML|eval\(|new Function/, 'the script never parses server text as HTML or code')
 })
 

@@ -1,10 +1,10 @@
-// The console's heavy reads bounded per account on each instance (plugins/console/read-gate.ts),
+// The console's heavy reads bounded per account on each instance (plugins/apps/console/read-gate.ts),
 // against a running gateway on both stores: usage summaries and request-log / ledger page rows per
 // minute, refused with 429 and the rest of the minute, another account unaffected, the budget
 // back after the minute; and one read of a route in flight per account. Without the bound one
 // tenant's read loops took other tenants' model-call p50 from 15 ms to 5.3 s (docs/console.md).
 import t from 'tap'
-import { PAGE_ROWS_PER_MINUTE, ReadGate, USAGE_PER_MINUTE } from '../plugins/console/read-gate.js'
+import { PAGE_ROWS_PER_MINUTE, ReadGate, USAGE_PER_MINUTE } from '../plugins/apps/console/read-gate.js'
 import { startTestGateway, type Backend } from './helpers/gateway.js'
 import { signedInClient } from './helpers/console.js'
 import { CONSOLE_ADMIN_TOKEN as ADMIN_TOKEN, consoleTestConfig, expectCode } from './helpers/console-api-suite.js'

@@ -2,10 +2,10 @@
 // per /64), the mailbox an email is counted as (plus tags folded), and the password hasher's
 // bound (at most `concurrency` running, `queue` waiting, the rest refused before any work).
 import t from 'tap'
-import { mailbox } from '../plugins/console/index.js'
-import { PasswordHasher } from '../plugins/console/password-hasher.js'
-import { throttleAddress } from '../plugins/console/throttle.js'
-import { isGatewayError } from '../plugins/errors/index.js'
+import { mailbox } from '../plugins/apps/console/index.js'
+import { PasswordHasher } from '../plugins/apps/console/password-hasher.js'
+import { throttleAddress } from '../plugins/apps/console/throttle.js'
+import { isGatewayError } from '../plugins/foundation/errors/index.js'
 
 t.test('client addresses: IPv4 as is, IPv4-mapped as IPv4, IPv6 by its /64', async (t) => {
   t.equal(throttleAddress('203.0.113.7'), '203.0.113.7')

@@ -2,9 +2,9 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'yaml'
-import type { ErrorsConfig } from '../plugins/config/types.js'
-import { errorCodesModule, GENERATED_DOCS, GENERATED_FILES, renderDoc } from '../plugins/docs/generate.js'
-import { ERROR_CODES, LEGACY_ALIASES } from '../plugins/errors/index.js'
+import type { ErrorsConfig } from '../plugins/foundation/config/types.js'
+import { errorCodesModule, GENERATED_DOCS, GENERATED_FILES, renderDoc } from '../plugins/apps/docs/generate.js'
+import { ERROR_CODES, LEGACY_ALIASES } from '../plugins/foundation/errors/index.js'
 import { repoPath } from './helpers/paths.js'
 
 t.test('the configuration reference and the error table match the schemas and the catalogue', async (t) => {
@@ -19,7 +19,7 @@ t.test('the configuration reference and the error table match the schemas and th
 })
 
 t.test('every generated source file is what its generator writes today', async (t) => {
-  t.ok(Object.keys(GENERATED_FILES).includes('plugins/errors/codes.ts'), 'the error codes are generated')
+  t.ok(Object.keys(GENERATED_FILES).includes('plugins/foundation/errors/codes.ts'), 'the error codes are generated')
   for (const [path, generate] of Object.entries(GENERATED_FILES)) {
     const onDisk = readFileSync(repoPath(path), 'utf8')
     t.equal(onDisk, generate(), `${path} is stale: run \`npm run docs\``)
@@ -45,7 +45,7 @@ t.test('the codes module follows its catalogue: another catalogue gives other co
 
 t.test('the compiler refuses gatewayError with a code the catalogue lacks', async (t) => {
   const ts = (await import('typescript')).default
-  const dir = repoPath('plugins', 'errors')
+  const dir = repoPath('plugins', 'foundation', 'errors')
   /** The type errors of a one-line module beside gateway-error.ts. */
   const diagnose = (line: string): string[] => {
     const file = join(dir, '__probe__.ts')

@@ -13,8 +13,8 @@ import { ApiError, GoogleGenAI } from '@google/genai'
 import { OpenAI } from 'openai'
 import t from 'tap'
 import { parse } from 'yaml'
-import type { ErrorsConfig } from '../plugins/config/types.js'
-import { outcomeObserver, type GatewayPlugin, type Outcome } from '../plugins/gateway/index.js'
+import type { ErrorsConfig } from '../plugins/foundation/config/types.js'
+import { outcomeObserver, type GatewayPlugin, type Outcome } from '../plugins/apps/gateway/index.js'
 import { ManualClock } from './helpers/store.js'
 import { replyChunks } from './fixtures/mock-upstream.js'
 import { startTestGateway } from './helpers/gateway.js'
@@ -179,7 +179,7 @@ const strictConfig = writeTestConfig((c) => {
   providerOf(c, 'anthropic').answer_timeout_ms = 300
   const flash = modelOf(c, 'genai/gemini-2.5-flash')
   c.models.push({ ...flash, id: 'genai/gemini-text', upstream_model: 'gemini-text-001', capabilities: [], fallbacks: [] })
-  // Declarations of the admission concern (plugins/admission), on copies so the models above keep their behaviour.
+  // Declarations of the admission concern (plugins/concerns/admission), on copies so the models above keep their behaviour.
   const veo = modelOf(c, 'genai/veo-3')
   c.models.push({ ...veo, id: 'genai/veo-declared', video_generation: { last_frame: false, reference_images: false } })
   c.models.push({ ...veo, id: 'genai/veo-image-required', video_generation: { text_to_video: false } })
@@ -1243,7 +1243,7 @@ t.test('what each SDK does with the mid-stream event: error frame', async (t) =>
   })
 })
 
-t.test('refusals a model declares in the catalogue (plugins/admission): before the hold, in the family envelope', async (t) => {
+t.test('refusals a model declares in the catalogue (plugins/concerns/admission): before the hold, in the family envelope', async (t) => {
   const veoUrl = (model: string): string => `${strict.url}/genai/v1beta/models/${encodeURIComponent(model)}:predictLongRunning`
   const image = { bytesBase64Encoded: 'iVBORw0KGgo=', mimeType: 'image/png' }
   const veoBody = (instance: Record<string, unknown>): string => JSON.stringify({ instances: [{ prompt: 'a cat', ...instance }], parameters: {} })

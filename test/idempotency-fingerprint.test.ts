@@ -1,8 +1,8 @@
 // What makes two requests "the same" under one idempotency key (canonical JSON, multipart
 // without its boundary, route and model), and which X-Idempotency-Key values are accepted.
 import t from 'tap'
-import { bodyDigest, canonicalJson, fingerprintOf, readIdempotencyKey } from '../plugins/idempotency/index.js'
-import type { ParsedBody } from '../plugins/request/index.js'
+import { bodyDigest, canonicalJson, fingerprintOf, readIdempotencyKey } from '../plugins/concerns/idempotency/index.js'
+import type { ParsedBody } from '../plugins/foundation/request/index.js'
 import { multipartBody } from './helpers/wire.js'
 
 const json = (text: string): ParsedBody => ({ kind: 'json', raw: Buffer.from(text), json: JSON.parse(text) as Record<string, unknown> })

@@ -1,11 +1,11 @@
-// The pure parts of plugins/jobs: job id shape, provider status words, provider ids that may go
+// The pure parts of plugins/concerns/jobs: job id shape, provider status words, provider ids that may go
 // into an upstream path, the id rewrite, the watcher's backoff and the compiled upstream paths.
 import t from 'tap'
-import { loadConfig } from '../plugins/gateway/config.js'
-import { isJobId, newJobId } from '../plugins/jobs/job-id.js'
-import { observe, upstreamIdOf, withGatewayId } from '../plugins/jobs/job-kinds.js'
-import { compileJobRoutes } from '../plugins/jobs/job-routes.js'
-import { nextDelayMs } from '../plugins/jobs/watcher.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
+import { isJobId, newJobId } from '../plugins/concerns/jobs/job-id.js'
+import { observe, upstreamIdOf, withGatewayId } from '../plugins/concerns/jobs/job-kinds.js'
+import { compileJobRoutes } from '../plugins/concerns/jobs/job-routes.js'
+import { nextDelayMs } from '../plugins/concerns/jobs/watcher.js'
 import { REPO_CONFIG, mockEnv } from './helpers/gateway.js'
 
 t.test('gateway job ids: one exact shape', async (t) => {

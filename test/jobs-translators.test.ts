@@ -1,15 +1,15 @@
 // The upstream plugin meets jobs only through the translator it looks up per operation
-// (plugins/metering/translator.ts). Jobs' lookup over the passthrough: a create's and a poll's
+// (plugins/concerns/metering/translator.ts). Jobs' lookup over the passthrough: a create's and a poll's
 // answer are written by jobs, a poll and a download go to the job's own provider, the request
 // edits and the meter stay the passthrough's, and every other operation gets the passthrough
 // itself. Looked up per request, so the lookup must hand back objects built once.
 import Fastify from 'fastify'
 import t from 'tap'
-import { loadConfig } from '../plugins/gateway/config.js'
-import { compilePlan } from '../plugins/gateway/plan.js'
-import { createJobs, type ProviderReader } from '../plugins/jobs/index.js'
-import { passthrough } from '../plugins/metering/index.js'
-import { createWallet } from '../plugins/wallet/index.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
+import { compilePlan } from '../plugins/apps/gateway/plan.js'
+import { createJobs, type ProviderReader } from '../plugins/concerns/jobs/index.js'
+import { passthrough } from '../plugins/concerns/metering/index.js'
+import { createWallet } from '../plugins/concerns/wallet/index.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 import { ManualClock, sqliteTestBackend } from './helpers/store.js'
 

@@ -4,15 +4,15 @@ import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { KeyCache, type CachedKey } from '../plugins/auth/index.js'
+import { KeyCache, type CachedKey } from '../plugins/concerns/auth/index.js'
 import {
   LocalInvalidationBus,
   RedisInvalidationBus,
   lookupHash,
   parseInvalidationMessage,
-} from '../plugins/keys/index.js'
-import type { InvalidationBus } from '../plugins/keys/index.js'
-import type { Account, ApiKeyRecord, Store } from '../plugins/store/index.js'
+} from '../plugins/foundation/keys/index.js'
+import type { InvalidationBus } from '../plugins/foundation/keys/index.js'
+import type { Account, ApiKeyRecord, Store } from '../plugins/foundation/store/index.js'
 import { ManualClock, TEST_SECRET, pgTestBackend, sqliteTestBackend } from './helpers/store.js'
 
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'

@@ -17,7 +17,7 @@ import {
   resolveServerSecret,
   safeEqualHex,
   sealKey,
-} from '../plugins/keys/index.js'
+} from '../plugins/foundation/keys/index.js'
 
 const SECRET = 'a-server-secret-that-is-long-enough-000'
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'

@@ -5,8 +5,8 @@
 // to the key cache's 30 s lifetime).
 import { spawn } from 'node:child_process'
 import t from 'tap'
-import { createKeyChangeFeed } from '../plugins/store/key-changes.js'
-import type { Store } from '../plugins/store/index.js'
+import { createKeyChangeFeed } from '../plugins/foundation/store/key-changes.js'
+import type { Store } from '../plugins/foundation/store/index.js'
 import { builtCli } from './helpers/built-cli.js'
 import { REPO_CONFIG, startTestGateway, type TestGateway } from './helpers/gateway.js'
 import { TEST_DATABASE_URL, TEST_SECRET, testBackends } from './helpers/store.js'

@@ -1,9 +1,10 @@
 // The production tree stands alone: nothing under plugins/ (or a built bin script) reaches into
 // test/, so the build and the mounted package never carry test helpers (they live in test/helpers/).
-// And the layers hold: neighbours that meet through an interface do not import each other
-// (upstream and jobs), no two folders import each other at all, the pipeline host imports no
-// concern, and the imports that still reach past a concern's index.ts are listed, a list that
-// may only shrink.
+// And the layers hold: plugins/ holds three groups (foundation, concerns, apps) and a group
+// imports nothing of a group above it, neighbours that meet through an interface do not import
+// each other (upstream and jobs), no two folders import each other at all, the pipeline host
+// imports no concern, and the imports that still reach past a concern's index.ts are listed, a
+// list that may only shrink. A folder is a group's subfolder (`concerns/auth`), named with its group.
 import { existsSync, readFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import t from 'tap'
@@ -12,6 +13,12 @@ import { ROOT, tsSources } from './helpers/paths.js'
 const root = ROOT
 const plugins = join(root, 'plugins')
 const tests = join(root, 'test')
+
+/** The folder (`group/name`) of a path under plugins/, or undefined for a path outside any folder. */
+function folderOf (path: string): string | undefined {
+  const parts = path.split('/')
+  return parts.length < 3 || parts[0] === '..' ? undefined : `${parts[0]}/${parts[1]}`
+}
 
 /** The relative specifiers a module imports or re-exports, static or dynamic. */
 function specifiers (text: string): string[] {
@@ -49,11 +56,12 @@ t.test('the store test helpers live in test/helpers/, not in the production tree
   t.strictSame(tsSources(plugins).filter((f) => /testing/.test(relative(plugins, f))).map((f) => relative(root, f)), [])
 })
 
-// Upstream and jobs meet only through the translator interface (plugins/metering/translator.ts)
-// and the reader port jobs declare (plugins/jobs/job-checker.ts); the composition root wires
-// them. An import either way would make the two one folder again.
-t.test('plugins/upstream and plugins/jobs import nothing of each other', async (t) => {
-  const pairs: Array<[string, string]> = [['upstream', 'jobs'], ['jobs', 'upstream']]
+// Upstream and jobs meet only through the translator interface
+// (plugins/concerns/metering/translator.ts) and the reader port jobs declare
+// (plugins/concerns/jobs/job-checker.ts); the composition root wires them. An import either way
+// would make the two one folder again.
+t.test('plugins/concerns/upstream and plugins/concerns/jobs import nothing of each other', async (t) => {
+  const pairs: Array<[string, string]> = [['concerns/upstream', 'concerns/jobs'], ['concerns/jobs', 'concerns/upstream']]
   for (const [from, to] of pairs) {
     const files = tsSources(join(plugins, from))
     t.ok(files.length > 3, `scanned plugins/${from} (${files.length} files)`)
@@ -69,12 +77,10 @@ t.test('plugins/upstream and plugins/jobs import nothing of each other', async (
 function twoWayPairs (): string[] {
   const edges = new Set<string>()
   for (const file of tsSources(plugins)) {
-    const from = relative(plugins, file).split('/')[0]
+    const from = folderOf(relative(plugins, file))
     for (const s of specifiers(readFileSync(file, 'utf8'))) {
-      const target = relative(plugins, resolve(file, '..', s))
-      if (target.startsWith('..') || !target.includes('/')) continue
-      const to = target.split('/')[0]
-      if (to !== from) edges.add(`${from}→${to}`)
+      const to = folderOf(relative(plugins, resolve(file, '..', s)))
+      if (to !== undefined && to !== from) edges.add(`${from}→${to}`)
     }
   }
   const pairs = new Set<string>()
@@ -86,21 +92,23 @@ function twoWayPairs (): string[] {
 }
 
 // Issue 28: none. Two folders that import each other are one folder in two places; what they
-// share belongs in the lower one (plain shapes in plugins/shapes/, key material in keys/, the
-// concerns' config checks handed to config/ by the composition root).
+// share belongs in the lower one (plain shapes in plugins/foundation/shapes/, key material in
+// foundation/keys/, the concerns' config checks handed to foundation/config/ by the composition root).
 t.test('no two folders under plugins/ import each other', async (t) => {
   t.strictSame(twoWayPairs(), [])
 })
 
 /**
  * The concerns: the folders the composition root takes a gateway plugin from (`import {
- * authPlugin } from '../auth/index.js'` in plugins/gateway/index.ts). Read from the root, so a
- * new concern counts the day it is listed there.
+ * authPlugin } from '../../concerns/auth/index.js'` in plugins/apps/gateway/index.ts), as
+ * `group/name`. Read from the root, so a new concern counts the day it is listed there. Two of
+ * them sit in foundation/ (operations, request: the host runs their table and body reader, and
+ * every group above reads them); the rest are concerns/.
  */
 function concerns (): string[] {
-  const root = readFileSync(join(plugins, 'gateway', 'index.ts'), 'utf8')
+  const root = readFileSync(join(plugins, 'apps', 'gateway', 'index.ts'), 'utf8')
   const out = new Set<string>()
-  for (const m of root.matchAll(/^import \{([^}]*)\} from '\.\.\/([^/']+)\/index\.js'/gm)) {
+  for (const m of root.matchAll(/^import \{([^}]*)\} from '\.\.\/\.\.\/([^/']+\/[^/']+)\/index\.js'/gm)) {
     const names = (m[1] ?? '').split(',').map((n) => n.trim()).filter((n) => !n.startsWith('type '))
     if (names.some((n) => /^[a-z]\w*Plugin$/.test(n))) out.add(m[2] ?? '')
   }
@@ -114,9 +122,8 @@ function importsInto (folders: ReadonlySet<string>): Array<{ from: string, targe
     const from = relative(plugins, file)
     for (const s of specifiers(readFileSync(file, 'utf8'))) {
       const target = relative(plugins, resolve(file, '..', s))
-      if (target.startsWith('..') || !target.includes('/')) continue
-      const folder = target.split('/')[0] ?? ''
-      if (folder !== from.split('/')[0] && folders.has(folder)) out.push({ from, target })
+      const folder = folderOf(target)
+      if (folder !== undefined && folder !== folderOf(from) && folders.has(folder)) out.push({ from, target })
     }
   }
   return out
@@ -125,8 +132,8 @@ function importsInto (folders: ReadonlySet<string>): Array<{ from: string, targe
 t.test('the concerns are read from the composition root, each a folder with an index.ts', async (t) => {
   const list = concerns()
   t.ok(list.length >= 12, `found the concerns (${list.join(', ')})`)
-  for (const c of ['auth', 'models', 'upstream', 'wallet']) t.ok(list.includes(c), `${c} is a concern`)
-  t.notOk(list.includes('pipeline'), 'the host is not a concern (GatewayPlugin is a type)')
+  for (const c of ['concerns/auth', 'concerns/models', 'concerns/upstream', 'concerns/wallet']) t.ok(list.includes(c), `${c} is a concern`)
+  t.notOk(list.includes('foundation/pipeline'), 'the host is not a concern (GatewayPlugin is a type)')
   for (const c of list) t.ok(existsSync(join(plugins, c, 'index.ts')), `plugins/${c}/index.ts exists`)
 })
 
@@ -134,11 +141,11 @@ t.test('the concerns are read from the composition root, each a folder with an i
 // routes) and the plain shapes, never a folder the composition root takes a plugin from.
 t.test('the pipeline host imports no concern', async (t) => {
   const list = new Set(concerns())
-  const files = tsSources(join(plugins, 'pipeline'))
-  t.ok(files.length >= 4, `scanned plugins/pipeline (${files.length} files)`)
+  const files = tsSources(join(plugins, 'foundation', 'pipeline'))
+  t.ok(files.length >= 4, `scanned plugins/foundation/pipeline (${files.length} files)`)
   for (const file of files) {
     const into = specifiers(readFileSync(file, 'utf8'))
-      .map((s) => relative(plugins, resolve(file, '..', s)).split('/')[0] ?? '')
+      .map((s) => folderOf(relative(plugins, resolve(file, '..', s))) ?? '')
       .filter((folder) => list.has(folder))
     t.strictSame(into, [], `${relative(root, file)} imports no concern`)
   }
@@ -149,44 +156,44 @@ t.test('the pipeline host imports no concern', async (t) => {
 // list may only shrink: a new one fails here, and one taken through the index must leave the list.
 t.test('imports past a concern\'s index.ts from another folder are exactly the known ones', async (t) => {
   const list = new Set(concerns())
-  const past = importsInto(list).filter(({ target }) => !/^[^/]+\/index\.(js|ts)$/.test(target))
+  const past = importsInto(list).filter(({ target }) => !/^[^/]+\/[^/]+\/index\.(js|ts)$/.test(target))
   t.strictSame([...new Set(past.map(({ from, target }) => `${from} -> ${target}`))].sort(), [
-    'accounts/service.ts -> wallet/bound.js',
-    'accounts/service.ts -> wallet/wallet.js',
-    'admin/routes.ts -> access-log/route-calls.js',
-    'admin/usage.ts -> wallet/wallet.js',
-    'admission/index.ts -> operations/billable-parameters.js',
-    'console/index.ts -> access-log/route-calls.js',
-    'gateway/plan.ts -> auth/key-headers.js',
-    'gateway/plan.ts -> jobs/job-routes.js',
-    'gateway/plan.ts -> limits/policy.js',
-    'gateway/plan.ts -> listings/compile.js',
-    'gateway/plan.ts -> models/catalogue.js',
-    'gateway/plan.ts -> operations/compile.js',
-    'gateway/plan.ts -> request/body.js',
-    'gateway/plan.ts -> upstream/providers.js',
-    'listings/compile.ts -> operations/compile.js',
-    'listings/index.ts -> models/catalogue.js',
-    'listings/index.ts -> models/model-id.js',
-    'metering/feature-usage.ts -> operations/feature-compile.js',
-    'metering/include-usage.ts -> request/json-bytes.js',
-    'metering/meter-types.ts -> operations/compile.js',
-    'metering/passthrough.ts -> operations/image-tier-check.js',
-    'metering/passthrough.ts -> request/body-rules.js',
-    'metering/passthrough.ts -> request/json-model.js',
-    'metering/passthrough.ts -> request/multipart-model.js',
-    'metering/passthrough.ts -> request/uses-caps.js',
-    'metering/translator.ts -> operations/compile.js',
-    'models/capabilities.ts -> admission/magic.js',
-    'operations/billable-parameters.ts -> request/multipart-model.js',
-    'operations/features-plugin.ts -> request/uses-caps.js',
-    'operations/uses-caps.ts -> request/uses-caps.js',
-    'routes/compile.ts -> operations/compile.js',
-    'server/reload.ts -> request/server-bounds.js',
-    'server/server.ts -> request/server-bounds.js',
-    'upstream/forward-phase.ts -> models/catalogue.js',
-    'upstream/index.ts -> models/catalogue.js',
-    'wallet/hold.ts -> operations/image-tier-check.js',
-    'wallet/settle.ts -> models/catalogue.js'
+    'apps/admin/routes.ts -> concerns/access-log/route-calls.js',
+    'apps/admin/usage.ts -> concerns/wallet/wallet.js',
+    'apps/console/index.ts -> concerns/access-log/route-calls.js',
+    'apps/gateway/plan.ts -> concerns/auth/key-headers.js',
+    'apps/gateway/plan.ts -> concerns/jobs/job-routes.js',
+    'apps/gateway/plan.ts -> concerns/limits/policy.js',
+    'apps/gateway/plan.ts -> concerns/listings/compile.js',
+    'apps/gateway/plan.ts -> concerns/models/catalogue.js',
+    'apps/gateway/plan.ts -> concerns/upstream/providers.js',
+    'apps/gateway/plan.ts -> foundation/operations/compile.js',
+    'apps/gateway/plan.ts -> foundation/request/body.js',
+    'apps/server/reload.ts -> foundation/request/server-bounds.js',
+    'apps/server/server.ts -> foundation/request/server-bounds.js',
+    'concerns/accounts/service.ts -> concerns/wallet/bound.js',
+    'concerns/accounts/service.ts -> concerns/wallet/wallet.js',
+    'concerns/admission/index.ts -> foundation/operations/billable-parameters.js',
+    'concerns/listings/compile.ts -> foundation/operations/compile.js',
+    'concerns/listings/index.ts -> concerns/models/catalogue.js',
+    'concerns/listings/index.ts -> concerns/models/model-id.js',
+    'concerns/metering/feature-usage.ts -> foundation/operations/feature-compile.js',
+    'concerns/metering/include-usage.ts -> foundation/request/json-bytes.js',
+    'concerns/metering/meter-types.ts -> foundation/operations/compile.js',
+    'concerns/metering/passthrough.ts -> foundation/operations/image-tier-check.js',
+    'concerns/metering/passthrough.ts -> foundation/request/body-rules.js',
+    'concerns/metering/passthrough.ts -> foundation/request/json-model.js',
+    'concerns/metering/passthrough.ts -> foundation/request/multipart-model.js',
+    'concerns/metering/passthrough.ts -> foundation/request/uses-caps.js',
+    'concerns/metering/translator.ts -> foundation/operations/compile.js',
+    'concerns/models/capabilities.ts -> concerns/admission/magic.js',
+    'concerns/upstream/forward-phase.ts -> concerns/models/catalogue.js',
+    'concerns/upstream/index.ts -> concerns/models/catalogue.js',
+    'concerns/wallet/hold.ts -> foundation/operations/image-tier-check.js',
+    'concerns/wallet/settle.ts -> concerns/models/catalogue.js',
+    'foundation/operations/billable-parameters.ts -> foundation/request/multipart-model.js',
+    'foundation/operations/features-plugin.ts -> foundation/request/uses-caps.js',
+    'foundation/operations/uses-caps.ts -> foundation/request/uses-caps.js',
+    'foundation/routes/compile.ts -> foundation/operations/compile.js'
   ])
 })

@@ -5,9 +5,9 @@
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
-import { compilePolicies, Limiter, type RequestLimits, type StreamLease } from '../plugins/limits/index.js'
-import type { LimitsConfig } from '../plugins/config/types.js'
-import { systemClock } from '../plugins/store/clock.js'
+import { compilePolicies, Limiter, type RequestLimits, type StreamLease } from '../plugins/concerns/limits/index.js'
+import type { LimitsConfig } from '../plugins/foundation/config/types.js'
+import { systemClock } from '../plugins/foundation/store/clock.js'
 import { startTestGateway, TEST_REDIS_URL, type TestGateway } from './helpers/gateway.js'
 
 // Two instances, hundreds of requests, streams held open: slow on a loaded machine.

@@ -3,8 +3,8 @@ import t from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { tiersCommand } from '../plugins/admin/cli.js'
-import type { CommandIo } from '../plugins/admin/cli-runtime.js'
+import { tiersCommand } from '../plugins/apps/admin/cli.js'
+import type { CommandIo } from '../plugins/apps/admin/cli-runtime.js'
 import { adminClient } from './helpers/billing.js'
 import { REPO_CONFIG, startTestGateway } from './helpers/gateway.js'
 import { TEST_SECRET } from './helpers/store.js'
@@ -46,8 +46,8 @@ t.test('model-gateway tiers list prints the same', async (t) => {
 })
 
 t.test('model-gateway check refuses a lease renewal period not below the lease TTL', async (t) => {
-  const { loadConfig } = await import('../plugins/gateway/config.js')
-  const { crossCheck } = await import('../plugins/config/cross-check.js')
+  const { loadConfig } = await import('../plugins/apps/gateway/config.js')
+  const { crossCheck } = await import('../plugins/foundation/config/cross-check.js')
   const { config } = loadConfig(REPO_CONFIG, {})
   t.same(crossCheck(config).filter((p) => p.path[0] === 'limits'), [], 'the repository config passes')
   const bad = { ...config, limits: { ...config.limits, stream_lease_ttl_ms: 5000, stream_lease_renew_ms: 5000 } }

@@ -4,7 +4,7 @@
 // stores; 60 concurrent creations at the cap never exceed it; a revoked key makes room.
 import { spawn } from 'node:child_process'
 import t from 'tap'
-import type { Store } from '../plugins/store/index.js'
+import type { Store } from '../plugins/foundation/store/index.js'
 import { builtCli } from './helpers/built-cli.js'
 import { signedInClient } from './helpers/console.js'
 import { startTestGateway, type Backend } from './helpers/gateway.js'

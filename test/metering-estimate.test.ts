@@ -8,10 +8,10 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { countChatCompletionTokens, countTokens } from 'gpt-tokenizer/model/gpt-4o'
-import { estimateInputTokens, type EstimateFacts } from '../plugins/metering/input-estimate.js'
-import { estimateUsage, mayReasonUnseen } from '../plugins/metering/estimate.js'
-import { encodingsFor, tokenCounter, TOKENIZE_BUDGET_BYTES } from '../plugins/metering/tokenizers.js'
-import { utf8Bytes } from '../plugins/metering/utf8.js'
+import { estimateInputTokens, type EstimateFacts } from '../plugins/concerns/metering/input-estimate.js'
+import { estimateUsage, mayReasonUnseen } from '../plugins/concerns/metering/estimate.js'
+import { encodingsFor, tokenCounter, TOKENIZE_BUDGET_BYTES } from '../plugins/concerns/metering/tokenizers.js'
+import { utf8Bytes } from '../plugins/concerns/metering/utf8.js'
 
 const CONTEXT = 128_000
 const GPT4O: EstimateFacts = { upstreamModel: 'gpt-4o', mediaItemTokens: 1480, contextTokens: CONTEXT }

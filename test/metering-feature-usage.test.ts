@@ -1,13 +1,13 @@
-// Feature use read from the provider's answer (plugins/metering/feature-usage.ts): the report
+// Feature use read from the provider's answer (plugins/concerns/metering/feature-usage.ts): the report
 // each built-in feature declares, in JSON and in streams, whatever the chunking; the declared
 // worst case where the answer does not say, is cut, or says something unbelievable; and no
 // `features` at all on a request that used none (the fast path).
 import t from 'tap'
 import fc from 'fast-check'
-import { createMeter, type MeterInput } from '../plugins/metering/index.js'
-import type { MeteredFeature } from '../plugins/metering/feature-usage.js'
+import { createMeter, type MeterInput } from '../plugins/concerns/metering/index.js'
+import type { MeteredFeature } from '../plugins/concerns/metering/feature-usage.js'
 import { meterOf, opOf } from './helpers/operations.js'
-import type { Usage } from '../plugins/shapes/index.js'
+import type { Usage } from '../plugins/foundation/shapes/index.js'
 
 /** The built-in feature `name` of `op` as the gateway hands it to the meter, at `worstUses`. */
 function feature (op: string, name: string, worstUses: number): MeteredFeature {

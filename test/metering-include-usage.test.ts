@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import fc from 'fast-check'
 import t from 'tap'
-import { createUsageChunkFilter, injectIncludeUsage, isUsageOnlyEvent } from '../plugins/metering/include-usage.js'
+import { createUsageChunkFilter, injectIncludeUsage, isUsageOnlyEvent } from '../plugins/concerns/metering/include-usage.js'
 import { cut } from './helpers/chunks.js'
 
 const inject = (text: string): string | null => injectIncludeUsage(Buffer.from(text))?.toString('utf8') ?? null

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { createJsonScanner, type JsonScanOptions, type JsonScanResult } from '../plugins/metering/json-scan.js'
+import { createJsonScanner, type JsonScanOptions, type JsonScanResult } from '../plugins/concerns/metering/json-scan.js'
 import { cut } from './helpers/chunks.js'
 
 function scan (chunks: readonly Buffer[], options: JsonScanOptions): JsonScanResult {

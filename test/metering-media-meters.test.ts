@@ -1,9 +1,9 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { SPEECH_BYTES_PER_SECOND, SPEECH_TOKENS_PER_SECOND, TRANSCRIPTION_TOKENS_PER_SECOND } from '../plugins/metering/audio-meters.js'
-import { ESTIMATED_IMAGE_OUTPUT_TOKENS } from '../plugins/metering/image-meter.js'
-import { createMeter, type Meter, type MeterInput } from '../plugins/metering/meter.js'
-import { emptyUsage, type Usage } from '../plugins/metering/usage.js'
+import { SPEECH_BYTES_PER_SECOND, SPEECH_TOKENS_PER_SECOND, TRANSCRIPTION_TOKENS_PER_SECOND } from '../plugins/concerns/metering/audio-meters.js'
+import { ESTIMATED_IMAGE_OUTPUT_TOKENS } from '../plugins/concerns/metering/image-meter.js'
+import { createMeter, type Meter, type MeterInput } from '../plugins/concerns/metering/meter.js'
+import { emptyUsage, type Usage } from '../plugins/concerns/metering/usage.js'
 import { cut } from './helpers/chunks.js'
 import { meterOf } from './helpers/operations.js'
 

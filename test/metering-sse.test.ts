@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { createSseParser, type SseEvent } from '../plugins/metering/sse.js'
+import { createSseParser, type SseEvent } from '../plugins/concerns/metering/sse.js'
 import { cut } from './helpers/chunks.js'
 
 function parse (chunks: readonly Buffer[], maxEventBytes?: number): SseEvent[] {

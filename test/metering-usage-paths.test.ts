@@ -2,10 +2,10 @@
 // count where the provider's usage object holds it, sums a list, and falls back to the estimate
 // when the first path is missing, in a JSON answer and in a stream alike.
 import t from 'tap'
-import { createMeter, type MeterInput } from '../plugins/metering/meter.js'
-import type { Usage } from '../plugins/metering/usage.js'
+import { createMeter, type MeterInput } from '../plugins/concerns/metering/meter.js'
+import type { Usage } from '../plugins/concerns/metering/usage.js'
 import { opOf } from './helpers/operations.js'
-import type { UsagePaths } from '../plugins/shapes/index.js'
+import type { UsagePaths } from '../plugins/foundation/shapes/index.js'
 
 const split = (paths: string[]): string[][] => paths.map((p) => p.split('.'))
 

@@ -7,13 +7,13 @@ import t, { type Test } from 'tap'
 import Anthropic from '@anthropic-ai/sdk'
 import { ApiError, GoogleGenAI } from '@google/genai'
 import { OpenAI } from 'openai'
-import { isGatewayError } from '../plugins/errors/index.js'
-import { checkBillableParameters, type ParameterRange } from '../plugins/operations/index.js'
+import { isGatewayError } from '../plugins/foundation/errors/index.js'
+import { checkBillableParameters, type ParameterRange } from '../plugins/foundation/operations/index.js'
 import { ledgerState, settledRow } from './helpers/billing.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { opOf } from './helpers/operations.js'
 import { multipartBody } from './helpers/wire.js'
-import type { ParsedBody } from '../plugins/shapes/index.js'
+import type { ParsedBody } from '../plugins/foundation/shapes/index.js'
 
 // ---------------------------------------------------------------------------------------------
 // The pure check

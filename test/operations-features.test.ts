@@ -1,16 +1,16 @@
-// Feature detection (plugins/operations/features.ts) over the built-in operations table: which
+// Feature detection (plugins/foundation/operations/features.ts) over the built-in operations table: which
 // features a body and query use, with the uses the hold counts; the refusals that do not depend
 // on the model (unknown tool types, unmeterable query values, malformed caps) and those that do
 // (a feature the model does not price; uncountable input without a context window).
 import t from 'tap'
-import { isGatewayError } from '../plugins/errors/index.js'
+import { isGatewayError } from '../plugins/foundation/errors/index.js'
 import {
   compileOperationFeatures, detectFeatures, inputPasses, modelFeatureRefusal, queryPairs,
   type FeatureStance, type FeatureUse, type ModelFeatures
-} from '../plugins/operations/index.js'
-import { countReferencedMedia } from '../plugins/pricing/url-media.js'
+} from '../plugins/foundation/operations/index.js'
+import { countReferencedMedia } from '../plugins/foundation/pricing/url-media.js'
 import { opOf } from './helpers/operations.js'
-import type { ParsedBody } from '../plugins/shapes/index.js'
+import type { ParsedBody } from '../plugins/foundation/shapes/index.js'
 
 const json = (body: Record<string, unknown>): ParsedBody => ({ kind: 'json', raw: Buffer.from(JSON.stringify(body)), json: body })
 const featuresOf = (op: string) => opOf(op).features

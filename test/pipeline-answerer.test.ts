@@ -3,12 +3,12 @@
 // the same settle and finish; two plugins answering one route are refused when the routes are
 // registered. A path two families share is served to each by the header that tells them apart.
 import t from 'tap'
-import { loadConfig } from '../plugins/gateway/config.js'
-import { compilePlan } from '../plugins/gateway/plan.js'
-import { routeChain, planPhases } from '../plugins/pipeline/plugin.js'
-import type { Outcome } from '../plugins/pipeline/context.js'
-import { PHASES, type GatewayPlugin } from '../plugins/pipeline/plugin.js'
-import type { RoutePlan } from '../plugins/routes/compile.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
+import { compilePlan } from '../plugins/apps/gateway/plan.js'
+import { routeChain, planPhases } from '../plugins/foundation/pipeline/plugin.js'
+import type { Outcome } from '../plugins/foundation/pipeline/context.js'
+import { PHASES, type GatewayPlugin } from '../plugins/foundation/pipeline/plugin.js'
+import type { RoutePlan } from '../plugins/foundation/routes/compile.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 import { chainNames, hostOf, logged, rootPlugins } from './helpers/pipeline.js'
 

@@ -2,13 +2,13 @@
 // hooks apply there, and a request runs only those, still in phase order and plugin order. The
 // composition root's plugins leave out of a route what its configuration says cannot apply.
 import t from 'tap'
-import { loadConfig } from '../plugins/gateway/config.js'
-import { gatewayError } from '../plugins/errors/index.js'
-import { GatewayMetrics } from '../plugins/metrics/index.js'
-import { compilePlan } from '../plugins/gateway/plan.js'
-import type { Outcome } from '../plugins/pipeline/context.js'
-import type { GatewayPlugin, PluginHooks } from '../plugins/pipeline/plugin.js'
-import type { RoutePlan } from '../plugins/routes/compile.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
+import { gatewayError } from '../plugins/foundation/errors/index.js'
+import { GatewayMetrics } from '../plugins/concerns/metrics/index.js'
+import { compilePlan } from '../plugins/apps/gateway/plan.js'
+import type { Outcome } from '../plugins/foundation/pipeline/context.js'
+import type { GatewayPlugin, PluginHooks } from '../plugins/foundation/pipeline/plugin.js'
+import type { RoutePlan } from '../plugins/foundation/routes/compile.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 import { chainNames, hostOf, logged, rootPlugins } from './helpers/pipeline.js'
 

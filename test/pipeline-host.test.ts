@@ -5,14 +5,14 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t from 'tap'
-import { loadConfig } from '../plugins/gateway/config.js'
-import { compilePlan } from '../plugins/gateway/plan.js'
-import { gatewayError } from '../plugins/errors/index.js'
-import { compileModels } from '../plugins/models/index.js'
-import type { Outcome } from '../plugins/pipeline/context.js'
-import { pipelineHost } from '../plugins/pipeline/host.js'
-import { requestPlugin } from '../plugins/request/index.js'
-import { PHASES, planPhases, type GatewayPlugin } from '../plugins/pipeline/plugin.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
+import { compilePlan } from '../plugins/apps/gateway/plan.js'
+import { gatewayError } from '../plugins/foundation/errors/index.js'
+import { compileModels } from '../plugins/concerns/models/index.js'
+import type { Outcome } from '../plugins/foundation/pipeline/context.js'
+import { pipelineHost } from '../plugins/foundation/pipeline/host.js'
+import { requestPlugin } from '../plugins/foundation/request/index.js'
+import { PHASES, planPhases, type GatewayPlugin } from '../plugins/foundation/pipeline/plugin.js'
 import { REPO_CONFIG } from './helpers/gateway.js'
 import { repoPath } from './helpers/paths.js'
 
@@ -134,7 +134,7 @@ t.test('the plugin list: unique names, exactly one forwarder', async (t) => {
 })
 
 t.test('the host imports no concern: only the foundation (config, errors, routes), and the plain shapes of a model, body and usage as types', async (t) => {
-  const dir = repoPath('plugins', 'pipeline')
+  const dir = repoPath('plugins', 'foundation', 'pipeline')
   const runtime = /^(\.\/|\.\.\/(config|errors|routes)\/)/
   const typeOnly = /^(\.\/|\.\.\/(config|errors|routes|shapes)\/)/
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {

@@ -1,15 +1,15 @@
 // The config is compiled once: one plan per boot and one per hot reload that swaps the config
-// (plugins/gateway/plan.ts), counted on the diagnostics channel each compile publishes to; the
+// (plugins/apps/gateway/plan.ts), counted on the diagnostics channel each compile publishes to; the
 // plan is frozen and named by the config's hash; no concern compiles the raw config again.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../plugins/gateway/config.js'
-import { openServices } from '../plugins/gateway/index.js'
-import { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage } from '../plugins/gateway/plan.js'
-import { buildServer } from '../plugins/server/server.js'
+import { loadConfig } from '../plugins/apps/gateway/config.js'
+import { openServices } from '../plugins/apps/gateway/index.js'
+import { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage } from '../plugins/apps/gateway/plan.js'
+import { buildServer } from '../plugins/apps/server/server.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 import { ROOT, tsSources } from './helpers/paths.js'
 import { setPrice, startReloadGateway } from './helpers/reload.js'
@@ -108,19 +108,19 @@ t.test('no concern compiles the raw config itself: the plan\'s compile steps are
   // Each step's compile and where else it may be called: the plan's own list, and the helpers
   // for callers that hold a bare config and no plan (documented beside each).
   const allowed: Record<string, string[]> = {
-    compileRoutes: ['plugins/gateway/plan.ts', 'plugins/pipeline/host.ts'],
-    compileCatalogue: ['plugins/gateway/plan.ts', 'plugins/pipeline/host.ts', 'plugins/server/admin-server.ts', 'plugins/admin/routes.ts', 'plugins/admin/cli-runtime.ts'],
-    compileOperations: ['plugins/gateway/plan.ts', 'plugins/routes/compile.ts', 'plugins/jobs/job-routes.ts'],
-    compileModelTable: ['plugins/gateway/plan.ts', 'plugins/models/catalogue.ts'],
-    compileUpstreamPlan: ['plugins/gateway/plan.ts', 'plugins/upstream/providers.ts'],
-    compileJobRoutes: ['plugins/gateway/plan.ts'],
-    compilePolicies: ['plugins/gateway/plan.ts'],
-    compileKeyHeaders: ['plugins/gateway/plan.ts'],
-    compileAdmission: ['plugins/gateway/plan.ts'],
-    bodyOptionsOf: ['plugins/gateway/plan.ts'],
+    compileRoutes: ['plugins/apps/gateway/plan.ts', 'plugins/foundation/pipeline/host.ts'],
+    compileCatalogue: ['plugins/apps/gateway/plan.ts', 'plugins/foundation/pipeline/host.ts', 'plugins/apps/server/admin-server.ts', 'plugins/apps/admin/routes.ts', 'plugins/apps/admin/cli-runtime.ts'],
+    compileOperations: ['plugins/apps/gateway/plan.ts', 'plugins/foundation/routes/compile.ts', 'plugins/concerns/jobs/job-routes.ts'],
+    compileModelTable: ['plugins/apps/gateway/plan.ts', 'plugins/concerns/models/catalogue.ts'],
+    compileUpstreamPlan: ['plugins/apps/gateway/plan.ts', 'plugins/concerns/upstream/providers.ts'],
+    compileJobRoutes: ['plugins/apps/gateway/plan.ts'],
+    compilePolicies: ['plugins/apps/gateway/plan.ts'],
+    compileKeyHeaders: ['plugins/apps/gateway/plan.ts'],
+    compileAdmission: ['plugins/apps/gateway/plan.ts'],
+    bodyOptionsOf: ['plugins/apps/gateway/plan.ts'],
     // The table and a catalogue over it in one call: for tools and tests only.
     compileModels: [],
-    compilePlan: ['plugins/gateway/plan.ts', 'plugins/gateway/index.ts', 'plugins/server/server.ts', 'plugins/server/reload.ts']
+    compilePlan: ['plugins/apps/gateway/plan.ts', 'plugins/apps/gateway/index.ts', 'plugins/apps/server/server.ts', 'plugins/apps/server/reload.ts']
   }
   const calls = new Map<string, Set<string>>()
   for (const file of tsSources(join(ROOT, 'plugins'))) {
@@ -135,5 +135,5 @@ t.test('no concern compiles the raw config itself: the plan\'s compile steps are
     const found = [...(calls.get(name) ?? [])].sort()
     t.ok(found.every((f) => files.includes(f)), `${name} is called only from ${files.join(', ')} (found: ${found.join(', ') || 'none'})`)
   }
-  t.ok(calls.get('compileRoutes')?.has('plugins/gateway/plan.ts'), 'the plan compiles the routes')
+  t.ok(calls.get('compileRoutes')?.has('plugins/apps/gateway/plan.ts'), 'the plan compiles the routes')
 })

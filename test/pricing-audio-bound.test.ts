@@ -1,10 +1,10 @@
-// The audio bound (plugins/pricing/audio-bound.ts): never below the header's claim, never below
+// The audio bound (plugins/foundation/pricing/audio-bound.ts): never below the header's claim, never below
 // what the bytes can play, whatever the header says. Forged cases of issue 25, and properties
 // over any header claim and size.
 import t from 'tap'
 import fc from 'fast-check'
-import { audioDurationBound, adtsFramesMillis, flacFramesMillis, mp3FramesMillis } from '../plugins/pricing/audio-bound.js'
-import { readAudioDuration } from '../plugins/pricing/audio-duration.js'
+import { audioDurationBound, adtsFramesMillis, flacFramesMillis, mp3FramesMillis } from '../plugins/foundation/pricing/audio-bound.js'
+import { readAudioDuration } from '../plugins/foundation/pricing/audio-duration.js'
 import { forgedAdpcmWav, forgedFlac } from './helpers/forged-audio.js'
 
 const HEAD = 64 * 1024

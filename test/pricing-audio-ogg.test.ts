@@ -1,9 +1,9 @@
-// The Ogg Opus bound (plugins/pricing/audio-bound.ts): every packet at the most its TOC byte lets
+// The Ogg Opus bound (plugins/foundation/pricing/audio-bound.ts): every packet at the most its TOC byte lets
 // it play, whatever the granule positions say, held at ≥ what the packets decode to (computed
 // from RFC 6716's tables in test/helpers/ogg-opus.ts); the formats with no true bound are refused.
 import fc from 'fast-check'
 import t from 'tap'
-import { audioDurationBound, audioDurationBoundAsync, opusPacketSamples } from '../plugins/pricing/audio-bound.js'
+import { audioDurationBound, audioDurationBoundAsync, opusPacketSamples } from '../plugins/foundation/pricing/audio-bound.js'
 import { oggOpus, opusPacket, tinyPackets, type OpusPacket } from './helpers/ogg-opus.js'
 
 const fileOf = (b: Buffer, pieces = 1): { size: number, head: Buffer, data: Buffer[] } => {

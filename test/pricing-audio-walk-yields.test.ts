@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { oggOpus, tinyPackets } from './helpers/ogg-opus.js'
 import fc from 'fast-check'
-import { audioDurationBound, audioDurationBoundAsync, WALK_SLICE_BYTES } from '../plugins/pricing/audio-bound.js'
+import { audioDurationBound, audioDurationBoundAsync, WALK_SLICE_BYTES } from '../plugins/foundation/pricing/audio-bound.js'
 import { forgedAdpcmWav, forgedFlac } from './helpers/forged-audio.js'
 
 const HEAD = 64 * 1024

@@ -1,8 +1,8 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
-import type { PriceConfig } from '../plugins/config/types.js'
-import { compilePrice } from '../plugins/pricing/compile.js'
+import type { PriceConfig } from '../plugins/foundation/config/types.js'
+import { compilePrice } from '../plugins/foundation/pricing/compile.js'
 import { repoPath } from './helpers/paths.js'
 
 t.test('compiles token prices to exact rates per `per` tokens', async (t) => {

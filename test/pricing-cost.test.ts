@@ -1,9 +1,9 @@
 import t from 'tap'
 import fc from 'fast-check'
-import type { PriceConfig } from '../plugins/config/types.js'
-import { compilePrice } from '../plugins/pricing/compile.js'
-import { billableMillis, costOf } from '../plugins/pricing/cost.js'
-import type { Usage } from '../plugins/shapes/index.js'
+import type { PriceConfig } from '../plugins/foundation/config/types.js'
+import { compilePrice } from '../plugins/foundation/pricing/compile.js'
+import { billableMillis, costOf } from '../plugins/foundation/pricing/cost.js'
+import type { Usage } from '../plugins/foundation/shapes/index.js'
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, images: 0, audioSeconds: 0, characters: 0, calls: 0, jobs: 0, reported: true }
 const usage = (u: Partial<Usage>): Usage => ({ ...ZERO, ...u })

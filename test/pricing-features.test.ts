@@ -3,12 +3,12 @@
 // never costs more than the hold.
 import t from 'tap'
 import fc from 'fast-check'
-import type { PriceConfig } from '../plugins/config/types.js'
-import { compilePrice, PriceConfigError } from '../plugins/pricing/compile.js'
-import { costOf } from '../plugins/pricing/cost.js'
-import { featuresAtWorst, worstCaseUsage, type WorstCaseInput } from '../plugins/pricing/worst-case.js'
+import type { PriceConfig } from '../plugins/foundation/config/types.js'
+import { compilePrice, PriceConfigError } from '../plugins/foundation/pricing/compile.js'
+import { costOf } from '../plugins/foundation/pricing/cost.js'
+import { featuresAtWorst, worstCaseUsage, type WorstCaseInput } from '../plugins/foundation/pricing/worst-case.js'
 import { boundsOf } from './helpers/operations.js'
-import type { FeatureUsage, Usage } from '../plugins/shapes/index.js'
+import type { FeatureUsage, Usage } from '../plugins/foundation/shapes/index.js'
 
 const TOKEN: PriceConfig = {
   unit: 'token',

@@ -1,6 +1,6 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { MoneyFormatError, NANOS_PER_UNIT, formatMoney, isMoneyFormatError, parseMoney } from '../plugins/pricing/money.js'
+import { MoneyFormatError, NANOS_PER_UNIT, formatMoney, isMoneyFormatError, parseMoney } from '../plugins/foundation/pricing/money.js'
 
 t.test('parseMoney turns decimal strings into nano-units', async (t) => {
   t.equal(parseMoney('0'), 0n)

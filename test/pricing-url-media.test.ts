@@ -2,11 +2,11 @@
 // adds for them, and that the walk stays bounded whatever the client nests.
 import t from 'tap'
 import { boundsOf } from './helpers/operations.js'
-import { checkConfig } from '../plugins/gateway/config.js'
-import { compilePrice } from '../plugins/pricing/compile.js'
-import { costOf } from '../plugins/pricing/cost.js'
-import { countFileReferences, countReferencedMedia, countUrlMedia, fileReferencePaths, isFilesApiUri, urlMediaHold } from '../plugins/pricing/url-media.js'
-import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../plugins/pricing/worst-case.js'
+import { checkConfig } from '../plugins/apps/gateway/config.js'
+import { compilePrice } from '../plugins/foundation/pricing/compile.js'
+import { costOf } from '../plugins/foundation/pricing/cost.js'
+import { countFileReferences, countReferencedMedia, countUrlMedia, fileReferencePaths, isFilesApiUri, urlMediaHold } from '../plugins/foundation/pricing/url-media.js'
+import { worstCaseUrlMedia, worstCaseUsage, type WorstCaseInput } from '../plugins/foundation/pricing/worst-case.js'
 import { modelOf, writeTestConfig } from './helpers/test-config.js'
 
 const IMAGE = 'https://example.test/cat.png'

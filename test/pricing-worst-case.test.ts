@@ -1,13 +1,13 @@
 import t from 'tap'
 import fc from 'fast-check'
-import type { PriceConfig } from '../plugins/config/types.js'
-import { mp3FrameAt, readAudioDuration } from '../plugins/pricing/audio-duration.js'
-import { compilePrice } from '../plugins/pricing/compile.js'
-import { costOf } from '../plugins/pricing/cost.js'
-import { BYTES_PER_TOKEN, DEFAULT_MAX_OUTPUT_TOKENS, type WorstCaseInput, worstCaseUsage } from '../plugins/pricing/worst-case.js'
-import type { ParamPath } from '../plugins/operations/index.js'
+import type { PriceConfig } from '../plugins/foundation/config/types.js'
+import { mp3FrameAt, readAudioDuration } from '../plugins/foundation/pricing/audio-duration.js'
+import { compilePrice } from '../plugins/foundation/pricing/compile.js'
+import { costOf } from '../plugins/foundation/pricing/cost.js'
+import { BYTES_PER_TOKEN, DEFAULT_MAX_OUTPUT_TOKENS, type WorstCaseInput, worstCaseUsage } from '../plugins/foundation/pricing/worst-case.js'
+import type { ParamPath } from '../plugins/foundation/operations/index.js'
 import { boundsOf, opOf } from './helpers/operations.js'
-import type { Usage } from '../plugins/shapes/index.js'
+import type { Usage } from '../plugins/foundation/shapes/index.js'
 
 const TOKEN: PriceConfig = { unit: 'token', input: '2.50', cached_input: '1.25', output: '10.00', per: 1000000 }
 const HEAD = 64 * 1024

@@ -7,7 +7,7 @@
 /* eslint-disable no-template-curly-in-string -- these strings are ${VAR} references for the config loader to expand */
 import { OpenAI } from 'openai'
 import t from 'tap'
-import { checkCommand, type CommandIo } from '../plugins/gateway/check-command.js'
+import { checkCommand, type CommandIo } from '../plugins/apps/gateway/check-command.js'
 import { startXaiMock } from './fixtures/providers/index.js'
 import { expectedCost, ledgerState, priceOf, settledRow } from './helpers/billing.js'
 import { startTestGateway } from './helpers/gateway.js'

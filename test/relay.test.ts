@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import t from 'tap'
-import { relay, type RelayEnd, type RelayFilter } from '../plugins/upstream/relay.js'
+import { relay, type RelayEnd, type RelayFilter } from '../plugins/concerns/upstream/relay.js'
 
 /** Keeps the last byte of what it has seen until the next chunk or the end (as an SSE filter holds an event). */
 function holdingLastByte (): RelayFilter & { pushed: number } {

@@ -6,9 +6,9 @@
 // one PostgreSQL schema list each other with their own config hashes.
 import t, { type Test } from 'tap'
 import { OpenAI } from 'openai'
-import { formatProblem } from '../plugins/config/index.js'
-import { checkConfig, loadConfig } from '../plugins/gateway/config.js'
-import type { RequestLogRow } from '../plugins/store/request-log/types.js'
+import { formatProblem } from '../plugins/foundation/config/index.js'
+import { checkConfig, loadConfig } from '../plugins/apps/gateway/config.js'
+import type { RequestLogRow } from '../plugins/foundation/store/request-log/types.js'
 import { startMockUpstream } from './fixtures/mock-upstream.js'
 import { expectedCost, priceOf, sleep, storeRows } from './helpers/billing.js'
 import type { Backend } from './helpers/gateway.js'

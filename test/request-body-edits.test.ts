@@ -1,10 +1,10 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { applyBodyRules } from '../plugins/request/body-rules.js'
-import { applyCapEdits, type CapEdits } from '../plugins/request/uses-caps.js'
-import { findTopLevelModelValues, rewriteJsonModel } from '../plugins/request/json-model.js'
-import { boundaryOf, summariseMultipart } from '../plugins/request/multipart.js'
-import { rewriteMultipartModel } from '../plugins/request/multipart-model.js'
+import { applyBodyRules } from '../plugins/foundation/request/body-rules.js'
+import { applyCapEdits, type CapEdits } from '../plugins/foundation/request/uses-caps.js'
+import { findTopLevelModelValues, rewriteJsonModel } from '../plugins/foundation/request/json-model.js'
+import { boundaryOf, summariseMultipart } from '../plugins/foundation/request/multipart.js'
+import { rewriteMultipartModel } from '../plugins/foundation/request/multipart-model.js'
 
 t.test('rewriteJsonModel replaces only the top-level model value, byte for byte', async (t) => {
   const raw = Buffer.from('{ "n": 12345678901234567890, "model" :  "openai/gpt-4o", "x": {"model": "inner"}, "s": "\\"model\\": \\"no\\"" , "f": 1.0}')

@@ -3,9 +3,9 @@
 // whole body, for any split into chunks.
 import fc from 'fast-check'
 import t from 'tap'
-import { JsonDepthGuard, MultipartPartCounter } from '../plugins/request/body-guards.js'
-import { deferredParamOf } from '../plugins/request/deferred-work.js'
-import { BodyDeadlines } from '../plugins/request/read-body.js'
+import { JsonDepthGuard, MultipartPartCounter } from '../plugins/foundation/request/body-guards.js'
+import { deferredParamOf } from '../plugins/foundation/request/deferred-work.js'
+import { BodyDeadlines } from '../plugins/foundation/request/read-body.js'
 
 /** Deepest nesting of a JSON text, read whole (strings and escapes minded). */
 function depthOf (text: string): number {

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { compileRoutes } from '../plugins/routes/compile.js'
-import type { GatewayConfig } from '../plugins/config/types.js'
+import { compileRoutes } from '../plugins/foundation/routes/compile.js'
+import type { GatewayConfig } from '../plugins/foundation/config/types.js'
 
 type RouteInput = Omit<GatewayConfig['routes'][number], 'content_policy' | 'deferred_params'>
 

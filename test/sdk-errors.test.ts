@@ -7,7 +7,7 @@ import { Anthropic } from '@anthropic-ai/sdk'
 import { ApiError, GoogleGenAI } from '@google/genai'
 import { OpenAI } from 'openai'
 import t from 'tap'
-import { outcomeObserver, type Outcome } from '../plugins/gateway/index.js'
+import { outcomeObserver, type Outcome } from '../plugins/apps/gateway/index.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { writeTestConfig } from './helpers/test-config.js'
 

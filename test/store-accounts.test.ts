@@ -1,6 +1,6 @@
 // AccountStore contract, run against SQLite and PostgreSQL.
 import t from 'tap'
-import type { InvalidationMessage } from '../plugins/keys/index.js'
+import type { InvalidationMessage } from '../plugins/foundation/keys/index.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 
 for (const backend of testBackends()) {

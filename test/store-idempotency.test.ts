@@ -2,7 +2,7 @@
 // atomic under concurrency (two store instances on one database), the lease a crashed
 // instance's claim lapses with, the retention of a finished key and its purge.
 import t from 'tap'
-import type { IdempotencyClaim, Store } from '../plugins/store/index.js'
+import type { IdempotencyClaim, Store } from '../plugins/foundation/store/index.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 
 const LEASE = 60_000

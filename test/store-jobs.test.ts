@@ -1,6 +1,6 @@
 // JobStore contract, run against SQLite and PostgreSQL.
 import t from 'tap'
-import type { NewJob, Store } from '../plugins/store/index.js'
+import type { NewJob, Store } from '../plugins/foundation/store/index.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 
 let seq = 0

@@ -1,12 +1,12 @@
-// Key quotas and caps counted in the hold's own transaction (plugins/store/ledger/caps.ts), on
+// Key quotas and caps counted in the hold's own transaction (plugins/foundation/store/ledger/caps.ts), on
 // both stores: daily-cap rollover at local midnight (Asia/Tokyo; America/New_York on both DST
 // days of 2026), the 30-day window, the lifetime quota, images refused whole, a settle below the
 // hold giving the difference back, releases and the reaper giving it all back, and 100
 // concurrent holds at a cap never overshooting it.
 import t, { type Test } from 'tap'
-import type { HoldResult, Store } from '../plugins/store/index.js'
-import type { HoldCaps } from '../plugins/store/ledger/index.js'
-import { startOfLocalDay } from '../plugins/store/ledger/index.js'
+import type { HoldResult, Store } from '../plugins/foundation/store/index.js'
+import type { HoldCaps } from '../plugins/foundation/store/ledger/index.js'
+import { startOfLocalDay } from '../plugins/foundation/store/ledger/index.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 
 const UNIT = 1_000_000_000n // 1.00 in nano-units

@@ -1,7 +1,7 @@
 // validateKeyInput / validateKeyPatch: the key settings matrix (pure, no backend).
 import t from 'tap'
-import { validateKeyInput, validateKeyPatch } from '../plugins/store/index.js'
-import type { KeyInputContext } from '../plugins/store/index.js'
+import { validateKeyInput, validateKeyPatch } from '../plugins/foundation/store/index.js'
+import type { KeyInputContext } from '../plugins/foundation/store/index.js'
 
 const ctx: KeyInputContext = {
   tiers: { free: { rank: 0 }, standard: { rank: 1 }, enterprise: { rank: 2 } },

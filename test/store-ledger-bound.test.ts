@@ -6,8 +6,8 @@
 // on one wallet at once never take it past the bound.
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import type { HoldResult, SettleResult, Store } from '../plugins/store/index.js'
-import type { HoldCaps } from '../plugins/store/ledger/index.js'
+import type { HoldResult, SettleResult, Store } from '../plugins/foundation/store/index.js'
+import type { HoldCaps } from '../plugins/foundation/store/ledger/index.js'
 import { allEntries, ledgerFacts, storedBound } from './helpers/ledger.js'
 import { ManualClock, pgTestBackend, TEST_DATABASE_URL, testBackends } from './helpers/store.js'
 

@@ -3,13 +3,13 @@
 // instances) whose batches meet on the same wallet row.
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import type { HoldResult, Store } from '../plugins/store/index.js'
-import { GroupCommit, createPgLedgerStore } from '../plugins/store/ledger/index.js'
-import type { ItemOutcome } from '../plugins/store/ledger/index.js'
+import type { HoldResult, Store } from '../plugins/foundation/store/index.js'
+import { GroupCommit, createPgLedgerStore } from '../plugins/foundation/store/ledger/index.js'
+import type { ItemOutcome } from '../plugins/foundation/store/ledger/index.js'
 import { ledgerFacts } from './helpers/ledger.js'
 import { TEST_DATABASE_URL, pgTestBackend, randomSchemaName, sqliteTestBackend } from './helpers/store.js'
-import { randomIds, systemClock } from '../plugins/store/clock.js'
-import type { StoreContext } from '../plugins/store/context.js'
+import { randomIds, systemClock } from '../plugins/foundation/store/clock.js'
+import type { StoreContext } from '../plugins/foundation/store/context.js'
 
 const CALLS = 2000
 const FITS = 500

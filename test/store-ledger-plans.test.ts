@@ -9,7 +9,7 @@
 // whole.
 import pg from 'pg'
 import t from 'tap'
-import { HOLD_BATCH, REAP, RENEW, SETTLE_BATCH } from '../plugins/store/ledger/pg-ledger-sql.js'
+import { HOLD_BATCH, REAP, RENEW, SETTLE_BATCH } from '../plugins/foundation/store/ledger/pg-ledger-sql.js'
 import { pgTestBackend, seedFundedKey, TEST_DATABASE_URL } from './helpers/store.js'
 
 interface PlanNode { 'Node Type': string, 'Relation Name'?: string, Plans?: PlanNode[] }

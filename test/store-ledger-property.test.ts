@@ -3,7 +3,7 @@
 // the store must agree with the model and with itself.
 import fc from 'fast-check'
 import t from 'tap'
-import type { Store } from '../plugins/store/index.js'
+import type { Store } from '../plugins/foundation/store/index.js'
 import { ledgerFacts, showValues, storedBound } from './helpers/ledger.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 

@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { GroupCommit, type ItemOutcome } from '../plugins/store/ledger/index.js'
-import { SETTLE_WAIT_MS } from '../plugins/store/ledger/sqlite-ledger.js'
-import type { Store } from '../plugins/store/index.js'
+import { GroupCommit, type ItemOutcome } from '../plugins/foundation/store/ledger/index.js'
+import { SETTLE_WAIT_MS } from '../plugins/foundation/store/ledger/sqlite-ledger.js'
+import type { Store } from '../plugins/foundation/store/index.js'
 import { sqliteTestBackend } from './helpers/store.js'
 
 const LONG_WAIT_MS = 60_000

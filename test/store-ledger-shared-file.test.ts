@@ -4,7 +4,7 @@
 // the holds it opened in memory to save a read per settle; these are the cases where that copy
 // is out of date.
 import t, { type Test } from 'tap'
-import type { Store } from '../plugins/store/index.js'
+import type { Store } from '../plugins/foundation/store/index.js'
 import { ManualClock, sqliteTestBackend } from './helpers/store.js'
 
 const TTL = 60_000

@@ -1,7 +1,7 @@
 // LedgerStore contract, run against SQLite and PostgreSQL.
 import t, { type Test } from 'tap'
-import type { HoldResult, Store } from '../plugins/store/index.js'
-import { PostingConflictError, UnknownAccountError, UnknownHoldError } from '../plugins/store/index.js'
+import type { HoldResult, Store } from '../plugins/foundation/store/index.js'
+import { PostingConflictError, UnknownAccountError, UnknownHoldError } from '../plugins/foundation/store/index.js'
 import { allEntries, execSql, ledgerFacts } from './helpers/ledger.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 

@@ -3,9 +3,9 @@
 // losing the commit acknowledgement); the writer under test is always the real one.
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import type { RequestLogRow, RequestLogStore, Store } from '../plugins/store/index.js'
-import { RequestLogError, RequestLogWriter } from '../plugins/store/request-log/index.js'
-import type { RequestLogWriterOptions, WriterTimers } from '../plugins/store/request-log/index.js'
+import type { RequestLogRow, RequestLogStore, Store } from '../plugins/foundation/store/index.js'
+import { RequestLogError, RequestLogWriter } from '../plugins/foundation/store/request-log/index.js'
+import type { RequestLogWriterOptions, WriterTimers } from '../plugins/foundation/store/request-log/index.js'
 import { testBackends } from './helpers/store.js'
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z')

@@ -1,6 +1,6 @@
 // RequestLogStore contract, run against SQLite and PostgreSQL.
 import t from 'tap'
-import { InvalidCursorError, type RequestLogRow, type Store } from '../plugins/store/index.js'
+import { InvalidCursorError, type RequestLogRow, type Store } from '../plugins/foundation/store/index.js'
 import { dumpAllTables, testBackends } from './helpers/store.js'
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z')

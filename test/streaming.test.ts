@@ -3,7 +3,7 @@
 // the drain window, but a stream that ends within it is read to the end (its usage is billed);
 // and the upstream connection pool is as large as the provider's `connections` in config.
 import t from 'tap'
-import { outcomeObserver, type Outcome } from '../plugins/gateway/index.js'
+import { outcomeObserver, type Outcome } from '../plugins/apps/gateway/index.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import { providerOf, writeTestConfig, type RawConfig } from './helpers/test-config.js'
 import { closedPort, eventually } from './helpers/wire.js'

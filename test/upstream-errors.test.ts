@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs'
 import t, { type Test } from 'tap'
 import { parse } from 'yaml'
-import type { ErrorsConfig } from '../plugins/config/types.js'
+import type { ErrorsConfig } from '../plugins/foundation/config/types.js'
 import { startTestGateway, type TestGateway } from './helpers/gateway.js'
 import { answerOn, openConnection, parseAnswer, requestHead } from './helpers/raw-http.js'
 import { writeTestConfig, type RawConfig } from './helpers/test-config.js'

@@ -14,7 +14,7 @@ import type { RecordedCall } from './fixtures/mock-upstream.js'
 import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
 import { accountRows, expectedCost, ledgerState, priceOf, sleep } from './helpers/billing.js'
 import { writeTestConfig } from './helpers/test-config.js'
-import type { RequestLogRow } from '../plugins/store/request-log/types.js'
+import type { RequestLogRow } from '../plugins/foundation/store/request-log/types.js'
 
 const MODEL = 'openai/gpt-4o-mini'
 /** Far longer than any of these tests: a gateway that waits for it instead of cancelling fails them. */

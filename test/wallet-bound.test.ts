@@ -1,6 +1,6 @@
-// The bound of an account: wallet.floor − the overdraft of its tier (plugins/wallet/bound.ts).
+// The bound of an account: wallet.floor − the overdraft of its tier (plugins/concerns/wallet/bound.ts).
 import t from 'tap'
-import { compileBounds, overdraftOf } from '../plugins/wallet/bound.js'
+import { compileBounds, overdraftOf } from '../plugins/concerns/wallet/bound.js'
 
 const limits = {
   default_tier: 'free',

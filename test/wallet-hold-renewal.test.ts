@@ -2,8 +2,8 @@
 // forward while its request runs, and stops moving once the hold is dropped or closed.
 import t from 'tap'
 import { testBackends } from './helpers/store.js'
-import { createHoldKeeper } from '../plugins/wallet/hold-renewal.js'
-import { createWallet } from '../plugins/wallet/wallet.js'
+import { createHoldKeeper } from '../plugins/concerns/wallet/hold-renewal.js'
+import { createWallet } from '../plugins/concerns/wallet/wallet.js'
 
 const TTL_MS = 300
 

@@ -3,9 +3,9 @@
 // unrecovered part is reported once (naming the job and its request) and refuses the account's
 // next holds until a top-up; a second end of the same job posts nothing. On both stores.
 import t from 'tap'
-import { endJob } from '../plugins/jobs/settle-job.js'
-import type { Store } from '../plugins/store/index.js'
-import { createWallet, type UnrecoveredOverage } from '../plugins/wallet/index.js'
+import { endJob } from '../plugins/concerns/jobs/settle-job.js'
+import type { Store } from '../plugins/foundation/store/index.js'
+import { createWallet, type UnrecoveredOverage } from '../plugins/concerns/wallet/index.js'
 import { allEntries } from './helpers/ledger.js'
 import { ManualClock, seedFundedKey, testBackends } from './helpers/store.js'
 

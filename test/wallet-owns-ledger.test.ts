@@ -1,8 +1,8 @@
 // The wallet alone writes the ledger: every hold is created, renewed, posted and released
-// through plugins/wallet (jobs included), and so are credits and key-usage resets; other modules
+// through plugins/concerns/wallet (jobs included), and so are credits and key-usage resets; other modules
 // may read a wallet's state or entries, never write. The store implementations
-// (plugins/store/) are the ledger itself. This test reads the production sources (plugins/,
-// bin/, index.ts) and fails on a module outside plugins/wallet/ and plugins/store/ that calls a
+// (plugins/foundation/store/) are the ledger itself. This test reads the production sources (plugins/,
+// bin/, index.ts) and fails on a module outside plugins/concerns/wallet/ and plugins/foundation/store/ that calls a
 // ledger write, hands the store's ledger to anything but createWallet, or names the LedgerStore
 // type (a module holding one could write through it).
 import { readFileSync } from 'node:fs'
@@ -12,9 +12,9 @@ import { ROOT, tsSources } from './helpers/paths.js'
 
 /** The methods of the LedgerStore interface, read from its declaration. */
 function ledgerMethods (): string[] {
-  const text = readFileSync(join(ROOT, 'plugins/store/ledger/types.ts'), 'utf8')
+  const text = readFileSync(join(ROOT, 'plugins/foundation/store/ledger/types.ts'), 'utf8')
   const start = text.indexOf('export interface LedgerStore {')
-  if (start === -1) throw new Error('no LedgerStore interface in plugins/store/ledger/types.ts')
+  if (start === -1) throw new Error('no LedgerStore interface in plugins/foundation/store/ledger/types.ts')
   const body = text.slice(start, text.indexOf('\n}', start))
   return [...body.matchAll(/^ {2}(\w+)\s*\(/gm)].map((m) => m[1] as string)
 }
@@ -62,17 +62,17 @@ t.test('the scan sees a write, an alias and a type, and lets reads and createWal
   t.same(ledgerWrites('await createWallet({ ledger: ctx.store.ledger }).credit(input)', WRITES), [], 'the wallet made over the store\'s ledger passes')
 })
 
-t.test('no module outside plugins/wallet/ and plugins/store/ writes the ledger', async (t) => {
+t.test('no module outside plugins/concerns/wallet/ and plugins/foundation/store/ writes the ledger', async (t) => {
   const files = [...tsSources(join(ROOT, 'plugins')), ...tsSources(join(ROOT, 'bin')), join(ROOT, 'index.ts')]
-    .filter((f) => !/^plugins\/(wallet|store)\//.test(relative(ROOT, f).split('\\').join('/')))
+    .filter((f) => !/^plugins\/(concerns\/wallet|foundation\/store)\//.test(relative(ROOT, f).split('\\').join('/')))
   t.ok(files.length > 100, `scanned the production tree (${files.length} files)`)
   for (const file of files) {
     t.strictSame(ledgerWrites(readFileSync(file, 'utf8'), WRITES), [], `${relative(ROOT, file)} writes no ledger`)
   }
 })
 
-t.test('jobs end their holds through the wallet: plugins/jobs names no ledger at all', async (t) => {
-  for (const file of tsSources(join(ROOT, 'plugins/jobs'))) {
+t.test('jobs end their holds through the wallet: plugins/concerns/jobs names no ledger at all', async (t) => {
+  for (const file of tsSources(join(ROOT, 'plugins/concerns/jobs'))) {
     t.notMatch(readFileSync(file, 'utf8'), /\bledger\s*[?:.]|store\/ledger\//, `${relative(ROOT, file)} holds no ledger`)
   }
 })

@@ -10,7 +10,7 @@
 // Seeded: PROMISE_SEED replays a run; fast-check prints the seed and path of a failure.
 import fc from 'fast-check'
 import t from 'tap'
-import type { HoldResult, SettleResult, Store } from '../plugins/store/index.js'
+import type { HoldResult, SettleResult, Store } from '../plugins/foundation/store/index.js'
 import { allEntries, ledgerFacts, showValues, storedBound } from './helpers/ledger.js'
 import { ManualClock, testBackends } from './helpers/store.js'
 

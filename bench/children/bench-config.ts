@@ -1,4 +1,4 @@
-import type { GatewayConfig } from '../../plugins/config/types.js'
+import type { GatewayConfig } from '../../plugins/foundation/config/types.js'
 
 /**
  * The bench drives up to 2000 streams at once from one address (the memory test), which the

@@ -5,14 +5,14 @@
 // still no wallet plugin and nothing settled or logged on finish.
 // BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml).
 import Fastify, { LogController } from 'fastify'
-import { authPlugin } from '../../plugins/auth/index.js'
-import { loadConfig } from '../../plugins/gateway/config.js'
-import { compilePlan, gatewayFrameworkErrors, newRequestId, outcomeObserver, type GatewayPlugin } from '../../plugins/gateway/index.js'
-import { modelCatalogue, modelsPlugin } from '../../plugins/models/index.js'
-import { pipelineHost } from '../../plugins/pipeline/host.js'
-import { requestPlugin } from '../../plugins/request/index.js'
-import { serverBounds } from '../../plugins/request/server-bounds.js'
-import { upstreamPlugin } from '../../plugins/upstream/index.js'
+import { authPlugin } from '../../plugins/concerns/auth/index.js'
+import { loadConfig } from '../../plugins/apps/gateway/config.js'
+import { compilePlan, gatewayFrameworkErrors, newRequestId, outcomeObserver, type GatewayPlugin } from '../../plugins/apps/gateway/index.js'
+import { modelCatalogue, modelsPlugin } from '../../plugins/concerns/models/index.js'
+import { pipelineHost } from '../../plugins/foundation/pipeline/host.js'
+import { requestPlugin } from '../../plugins/foundation/request/index.js'
+import { serverBounds } from '../../plugins/foundation/request/server-bounds.js'
+import { upstreamPlugin } from '../../plugins/concerns/upstream/index.js'
 import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { withBenchTier, withoutAddressCap } from './bench-config.js'
@@ -30,7 +30,7 @@ await runChild(async () => {
   // through the gateway's allow-lists as they do through the bare proxy.
   const config = withBenchTier(withoutAddressCap(withMockControlHeaders(loadConfig(process.env.BENCH_GATEWAY_CONFIG ?? REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)))
   const plan = compilePlan(config)
-  // buildServer's Fastify options (plugins/server/server.ts), logger off as in the gateway child.
+  // buildServer's Fastify options (plugins/apps/server/server.ts), logger off as in the gateway child.
   const app = Fastify({
     logger: false,
     bodyLimit: config.server.body_limit_bytes,

@@ -5,10 +5,10 @@
 // BENCH_GATEWAY_CONFIG picks another config file (default: the repository's gateway.yaml);
 // BENCH_STORE_WRITES=off keeps holds, settles and log rows in memory (the gateway-nostore bound);
 // BENCH_STALLED_URL adds a stalled second member to the openai pool (bench/stalled.ts).
-import { configHash } from '../../plugins/config/index.js'
-import { loadConfig } from '../../plugins/gateway/config.js'
-import { outcomeObserver } from '../../plugins/gateway/index.js'
-import { GatewayHost } from '../../plugins/server/reload.js'
+import { configHash } from '../../plugins/foundation/config/index.js'
+import { loadConfig } from '../../plugins/apps/gateway/config.js'
+import { outcomeObserver } from '../../plugins/apps/gateway/index.js'
+import { GatewayHost } from '../../plugins/apps/server/reload.js'
 import { mockEnv, REPO_CONFIG, withMockControlHeaders } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
 import { withBenchTier, withoutAddressCap, withStalledMember } from './bench-config.js'

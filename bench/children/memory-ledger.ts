@@ -4,9 +4,9 @@
 // request log writer's rows are validated and queued as usual, then dropped instead of
 // inserted. Every other store call goes to the real store. A measuring device, not a mode of
 // the gateway: a crash would lose every charge it made.
-import { UnknownHoldError } from '../../plugins/store/ledger/ledger-input.js'
-import type { LedgerStore, RenewResult, SettleResult } from '../../plugins/store/ledger/types.js'
-import type { RequestLogStore } from '../../plugins/store/request-log/types.js'
+import { UnknownHoldError } from '../../plugins/foundation/store/ledger/ledger-input.js'
+import type { LedgerStore, RenewResult, SettleResult } from '../../plugins/foundation/store/ledger/types.js'
+import type { RequestLogStore } from '../../plugins/foundation/store/request-log/types.js'
 
 /** An open hold; a closed one is forgotten (the gateway never closes a hold twice). */
 interface MemoryHold { accountId: string, amount: bigint, requestId: string, expiresAt: Date }

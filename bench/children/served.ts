@@ -3,7 +3,7 @@
 // waits until the server is quiet so settlements that run after the answer are counted.
 import type { Server } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Outcome, RequestContext } from '../../plugins/gateway/index.js'
+import type { Outcome, RequestContext } from '../../plugins/apps/gateway/index.js'
 import type { BillingCounts, ChildReport } from '../ipc.js'
 
 /** How long a report waits for in-flight requests and open holds before it answers anyway. */

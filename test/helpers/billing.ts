@@ -1,13 +1,13 @@
 // What the billing tests expect, computed by the tests themselves: prices are read from the
 // YAML as the decimal strings the operator wrote and turned into exact rationals here (not by
-// plugins/pricing), a request's cost is summed with bigint and rounded up once; and what the
+// plugins/foundation/pricing), a request's cost is summed with bigint and rounded up once; and what the
 // gateway did is read back from its real store (ledger entries, open holds, request log rows).
 import type { Test } from 'tap'
-import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
+import type { RequestLogRow } from '../../plugins/foundation/store/request-log/types.js'
 import { allEntries } from './ledger.js'
 import { seedFundedKey } from './store.js'
-import type { LedgerEntry } from '../../plugins/store/ledger/types.js'
-import type { Store } from '../../plugins/store/types.js'
+import type { LedgerEntry } from '../../plugins/foundation/store/ledger/types.js'
+import type { Store } from '../../plugins/foundation/store/types.js'
 import type { TestGateway } from './gateway.js'
 import { modelOf, readRepoConfig, type RawConfig } from './test-config.js'
 

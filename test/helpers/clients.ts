@@ -2,7 +2,7 @@
 // log row it left, read back from the real store, with the cost that the usage the client itself
 // reported implies (prices read from gateway.yaml by test/helpers/billing.ts, not by the gateway).
 import type { Test } from 'tap'
-import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
+import type { RequestLogRow } from '../../plugins/foundation/store/request-log/types.js'
 import { accountRows, expectedCost, priceOf, sleep, type Units } from './billing.js'
 import type { TestGateway } from './gateway.js'
 

@@ -8,7 +8,7 @@ import type { Backend } from './gateway.js'
 import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './console.js'
 import { CONSOLE_ADMIN_TOKEN as ADMIN_TOKEN, expectCode } from './console-api-suite.js'
 import { abuseGateway } from './console-abuse.js'
-import { MAX_SESSIONS_PER_USER } from '../../plugins/console/session.js'
+import { MAX_SESSIONS_PER_USER } from '../../plugins/apps/console/session.js'
 
 export function consoleAbuseSigninSuite (backend: Backend): void {
   t.test(`console abuse: sign-in, sessions and audit on ${backend}`, async (t) => {

@@ -2,8 +2,8 @@
 // abuse suites share (helpers/console-abuse-codes-suite.ts, helpers/console-abuse-signin-suite.ts;
 // two files per store keep each under tap's file timeout on a loaded machine).
 import type { Test } from 'tap'
-import { openConsoleStore, type ConsoleStore } from '../../plugins/console/index.js'
-import type { ConsoleConfig } from '../../plugins/config/types.js'
+import { openConsoleStore, type ConsoleStore } from '../../plugins/apps/console/index.js'
+import type { ConsoleConfig } from '../../plugins/foundation/config/types.js'
 import { startTestGateway, type Backend, type TestGateway } from './gateway.js'
 import { ManualClock } from './store.js'
 import { CONSOLE_ADMIN_TOKEN, consoleTestConfig, type ErrorBody } from './console-api-suite.js'

@@ -7,7 +7,7 @@ import t from 'tap'
 import { startTestGateway, type Backend, type TestGateway } from './gateway.js'
 import { writeTestConfig } from './test-config.js'
 import { ManualClock } from './store.js'
-import { leadingZeroBits } from '../../plugins/console/index.js'
+import { leadingZeroBits } from '../../plugins/apps/console/index.js'
 import { consoleClient, humanCheck, outboxCode, PASSWORD, signedInClient, uniqueEmail } from './console.js'
 
 export const CONSOLE_ADMIN_TOKEN = 'console-admin-token-0123456789abcdef'

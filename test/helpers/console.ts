@@ -2,7 +2,7 @@
 // CSRF token from sign-in, the verification code read from the outbox through the admin API.
 // Each client sends its own X-Forwarded-For address (a gateway that trusts 127.0.0.1 as its
 // proxy counts each client apart; one that trusts no proxy ignores the header).
-import { solveChallenge } from '../../plugins/console/index.js'
+import { solveChallenge } from '../../plugins/apps/console/index.js'
 
 export const CONSOLE_API = '/console/v1'
 

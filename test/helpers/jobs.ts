@@ -1,11 +1,11 @@
-// Job tests: a config whose watcher the test drives by hand, the real plugins/jobs watcher on a
+// Job tests: a config whose watcher the test drives by hand, the real plugins/concerns/jobs watcher on a
 // test gateway's own store and clock, and small clients for creates and polls.
 import { request } from 'node:http'
-import type { JobsConfig } from '../../plugins/config/types.js'
-import { compilePlan } from '../../plugins/gateway/plan.js'
-import { createJobs, type Jobs } from '../../plugins/jobs/index.js'
-import { createStatusReader, openUpstreams } from '../../plugins/upstream/index.js'
-import { createWallet } from '../../plugins/wallet/index.js'
+import type { JobsConfig } from '../../plugins/foundation/config/types.js'
+import { compilePlan } from '../../plugins/apps/gateway/plan.js'
+import { createJobs, type Jobs } from '../../plugins/concerns/jobs/index.js'
+import { createStatusReader, openUpstreams } from '../../plugins/concerns/upstream/index.js'
+import { createWallet } from '../../plugins/concerns/wallet/index.js'
 import type { TestGateway } from './gateway.js'
 import { ledgerState, type LedgerState } from './billing.js'
 import { writeTestConfig, type TestConfig } from './test-config.js'
@@ -24,7 +24,7 @@ export function jobsTestConfig (jobs: Partial<Omit<JobsConfig, 'watcher'>> & { w
   })
 }
 
-/** The real job watcher (and the rest of plugins/jobs) on a test gateway's store, clock and config, wired as the composition root wires it. */
+/** The real job watcher (and the rest of plugins/concerns/jobs) on a test gateway's store, clock and config, wired as the composition root wires it. */
 export function jobsOf (gw: TestGateway): Jobs {
   const { store, clock } = gw.services
   const plan = compilePlan(gw.config)

@@ -1,7 +1,7 @@
 // Test support for the ledger contract tests: whole-history reads and the invariants
 // every test checks after it has moved money. No test-runner dependency.
-import type { LedgerEntry } from '../../plugins/store/ledger/types.js'
-import type { Store } from '../../plugins/store/types.js'
+import type { LedgerEntry } from '../../plugins/foundation/store/ledger/types.js'
+import type { Store } from '../../plugins/foundation/store/types.js'
 
 /** Every entry of an account, newest first, read page by page. */
 export async function allEntries (store: Store, accountId: string, pageSize = 1000): Promise<LedgerEntry[]> {

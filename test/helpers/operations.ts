@@ -1,6 +1,6 @@
 // The built-in operations table (config/operations.yaml, compiled by the production code) looked
 // up by name, for unit tests that feed one operation's meter or bounds to the code under test.
-import { compileOperations, type CompiledOperation, type MeterSpec, type OperationBounds } from '../../plugins/operations/index.js'
+import { compileOperations, type CompiledOperation, type MeterSpec, type OperationBounds } from '../../plugins/foundation/operations/index.js'
 
 export const BUILTIN_OPERATIONS = compileOperations({ operations: {} })
 

@@ -1,4 +1,4 @@
-// A gateway as `serve` runs it, in process: the reload host (plugins/server/reload.ts) on a real
+// A gateway as `serve` runs it, in process: the reload host (plugins/apps/server/reload.ts) on a real
 // store, the instance registry, and the admin listener with the config routes, in front of the
 // mock upstream, reading its config from a file the test rewrites. Nothing here stands in for
 // gateway code: the test calls the same admin route an operator does.
@@ -7,14 +7,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { stringify } from 'yaml'
-import { buildAdminServer } from '../../plugins/server/admin-server.js'
-import { loadConfig } from '../../plugins/gateway/config.js'
-import { openServices, type GatewayServices } from '../../plugins/gateway/index.js'
-import { parseMoney } from '../../plugins/pricing/money.js'
-import { startInstanceRegistry, type InstanceRegistry } from '../../plugins/server/instances.js'
-import { GatewayHost } from '../../plugins/server/reload.js'
-import { reloadAnswer } from '../../plugins/server/serve-command.js'
-import type { Account } from '../../plugins/store/types.js'
+import { buildAdminServer } from '../../plugins/apps/server/admin-server.js'
+import { loadConfig } from '../../plugins/apps/gateway/config.js'
+import { openServices, type GatewayServices } from '../../plugins/apps/gateway/index.js'
+import { parseMoney } from '../../plugins/foundation/pricing/money.js'
+import { startInstanceRegistry, type InstanceRegistry } from '../../plugins/apps/server/instances.js'
+import { GatewayHost } from '../../plugins/apps/server/reload.js'
+import { reloadAnswer } from '../../plugins/apps/server/serve-command.js'
+import type { Account } from '../../plugins/foundation/store/types.js'
 import { startMockUpstream, type MockUpstream } from '../fixtures/mock-upstream.js'
 import { MOCK_CONTROL_HEADERS, mockEnv, UNREACHED_LIMIT, type Backend } from './gateway.js'
 import { dropSchema, randomSchemaName, seedFundedKey, TEST_DATABASE_URL, TEST_SECRET } from './store.js'

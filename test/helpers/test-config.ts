@@ -4,7 +4,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse, stringify } from 'yaml'
-import type { ModelConfig, ModelOperationConfig, ProviderConfig, RouteConfig, ServerConfig } from '../../plugins/config/types.js'
+import type { ModelConfig, ModelOperationConfig, ProviderConfig, RouteConfig, ServerConfig } from '../../plugins/foundation/config/types.js'
 import { REPO_CONFIG } from './gateway.js'
 import { repoPath } from './paths.js'
 

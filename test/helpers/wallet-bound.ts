@@ -2,7 +2,7 @@
 // account, and the end state every one of them checks — the wallet at or above its floor, the
 // ledger consistent, nothing left held, and each charge within its hold (the hold is a bound).
 import type { Test } from 'tap'
-import type { RequestLogRow } from '../../plugins/store/request-log/types.js'
+import type { RequestLogRow } from '../../plugins/foundation/store/request-log/types.js'
 import { ledgerState, waitForRows } from './billing.js'
 import type { TestGateway } from './gateway.js'
 

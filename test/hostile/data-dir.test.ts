@@ -5,8 +5,8 @@ import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { SECRET_FILE_NAME } from '../../plugins/keys/server-secret.js'
-import { SQLITE_FILE_NAME } from '../../plugins/store/sqlite/sqlite-store.js'
+import { SECRET_FILE_NAME } from '../../plugins/foundation/keys/server-secret.js'
+import { SQLITE_FILE_NAME } from '../../plugins/foundation/store/sqlite/sqlite-store.js'
 import { startTestGateway } from '../helpers/gateway.js'
 
 const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8)

@@ -5,9 +5,9 @@
 // Against running gateways and the mock upstream, on both stores (two instances over Redis).
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import { generateKey } from '../../plugins/keys/key-format.js'
+import { generateKey } from '../../plugins/foundation/keys/key-format.js'
 import { ManualClock } from '../helpers/store.js'
-import type { KeyStore } from '../../plugins/store/types.js'
+import type { KeyStore } from '../../plugins/foundation/store/types.js'
 import { startTestGateway, type Backend, type TestGateway } from '../helpers/gateway.js'
 
 const MINTED = 1000

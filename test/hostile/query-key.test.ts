@@ -4,7 +4,7 @@
 // Against a running gateway and the mock upstream, on both stores.
 import { GoogleGenAI } from '@google/genai'
 import t from 'tap'
-import { forwardedQuery } from '../../plugins/upstream/allow-lists.js'
+import { forwardedQuery } from '../../plugins/concerns/upstream/allow-lists.js'
 import { startTestGateway, type Backend } from '../helpers/gateway.js'
 
 const SMUGGLED = ['key=plain', 'k%65y=encoded-e', '%6Bey=encoded-k', 'KEY=upper', 'Key=mixed', '%4B%45%59=all-encoded', 'k%65y', 'ke%79=encoded-y', 'key%00=nul']

@@ -2,11 +2,11 @@
 // (Fastify, before any handler) and the money bounds of a credit, on both stores.
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test as Tap } from 'tap'
-import { ADMIN_PREFIX, adminRoutes } from '../../plugins/admin/index.js'
-import { MAX_BALANCE, MAX_CREDIT_UNITS } from '../../plugins/accounts/service.js'
-import { loadConfig } from '../../plugins/gateway/config.js'
-import { newRequestId } from '../../plugins/gateway/index.js'
-import { formatMoney } from '../../plugins/pricing/money.js'
+import { ADMIN_PREFIX, adminRoutes } from '../../plugins/apps/admin/index.js'
+import { MAX_BALANCE, MAX_CREDIT_UNITS } from '../../plugins/concerns/accounts/service.js'
+import { loadConfig } from '../../plugins/apps/gateway/config.js'
+import { newRequestId } from '../../plugins/apps/gateway/index.js'
+import { formatMoney } from '../../plugins/foundation/pricing/money.js'
 import { testBackends } from '../helpers/store.js'
 import { repoPath } from '../helpers/paths.js'
 

@@ -2,8 +2,8 @@
 // /metrics (names, labels, values after real requests; where it is served) and /readyz.
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { buildAdminServer } from '../../plugins/server/admin-server.js'
-import { GatewayMetrics } from '../../plugins/metrics/index.js'
+import { buildAdminServer } from '../../plugins/apps/server/admin-server.js'
+import { GatewayMetrics } from '../../plugins/concerns/metrics/index.js'
 import { settledRow, sleep } from '../helpers/billing.js'
 import { dropSchema, startTestGateway, TEST_REDIS_URL } from '../helpers/gateway.js'
 

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test as Tap } from 'tap'
-import { BOOT_NOTE_PREFIX, STARTUP_FAILURE_PREFIX } from '../../plugins/server/serve-command.js'
+import { BOOT_NOTE_PREFIX, STARTUP_FAILURE_PREFIX } from '../../plugins/apps/server/serve-command.js'
 import { builtCli } from '../helpers/built-cli.js'
 import { ROOT } from '../helpers/paths.js'
 

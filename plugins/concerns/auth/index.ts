@@ -1,0 +1,77 @@
+import { gatewayError } from '../../foundation/errors/index.js'
+import type { RequestContext } from '../../foundation/pipeline/context.js'
+import type { GatewayPlugin } from '../../foundation/pipeline/plugin.js'
+import { hasValidChecksum, keyKind } from '../../foundation/keys/key-format.js'
+import type { CachedKey, KeyCache } from './key-cache.js'
+import type { Clock } from '../../foundation/store/clock.js'
+import type { Store } from '../../foundation/store/types.js'
+import { extractKey, type KeyHeaderRules } from './key-headers.js'
+
+export { compileKeyHeaders, type KeyHeaderRules } from './key-headers.js'
+export { DEFAULT_KEY_CACHE_MAX, DEFAULT_KEY_CACHE_TTL_MS, KeyCache } from './key-cache.js'
+export type { CachedKey, KeyCacheOptions } from './key-cache.js'
+export { watchKeyChanges, type KeyChangeWatcher } from './change-watcher.js'
+
+declare module '../../foundation/pipeline/context.js' {
+  interface RequestState {
+    /** The authenticated key and its account. */
+    auth: CachedKey
+  }
+}
+
+/** The authenticated key and account of a request (set at admission). */
+export function authOf (ctx: RequestContext): CachedKey | undefined {
+  return ctx.state.auth
+}
+
+export interface AuthDeps {
+  /** The plan's slice: the headers a key may come in (compileKeyHeaders). */
+  keyHeaders: KeyHeaderRules
+  store: Store
+  cache: KeyCache
+  clock: Clock
+}
+
+/**
+ * admit: key headers → key record (cached, no database round trip on the hot path) → key and
+ * account state, before the body is read. resolve: the key's allowed models, for the requested
+ * model and again for every fallback.
+ */
+export function authPlugin (deps: AuthDeps): GatewayPlugin {
+  const rules = deps.keyHeaders
+  const load = async (hash: string): Promise<CachedKey | null> => {
+    const key = await deps.store.keys.findByLookupHash(hash)
+    if (!key) return null
+    const account = await deps.store.accounts.get(key.accountId)
+    return account ? { key, account } : null
+  }
+  const plugin: GatewayPlugin = {
+    name: 'auth',
+    async admit (ctx, req) {
+      const extracted = extractKey(req.raw.rawHeaders, rules)
+      if (!extracted.ok) throw gatewayError(extracted.code)
+      const plaintext = extracted.key
+      const kind = keyKind(plaintext)
+      // A malformed or mistyped key is refused without touching the database.
+      if (kind === null || (kind === 'sk' && !hasValidChecksum(plaintext))) throw gatewayError('AUTH_INVALID_API_KEY')
+      const found = await deps.cache.getOrLoad(deps.store.hashKey(plaintext), load)
+      if (!found || found.key.revokedAt !== null) throw gatewayError('AUTH_INVALID_API_KEY')
+      if (!found.key.active) throw gatewayError('AUTH_API_KEY_INACTIVE')
+      if (found.key.expiresAt !== null && deps.clock.now().getTime() >= found.key.expiresAt.getTime()) throw gatewayError('AUTH_API_KEY_EXPIRED')
+      if (found.account.status !== 'active') throw gatewayError('AUTH_ACCOUNT_SUSPENDED')
+      ctx.state.auth = found
+    },
+    resolve (ctx) {
+      const auth = ctx.state.auth
+      const model = ctx.model
+      if (!auth || !model) return
+      const allowed = auth.key.allowedModels
+      if (allowed && !allowed.includes(model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model', detail: 'Refused by the API key\'s allowed models.' })
+      const forAccount = auth.account.allowedModels
+      if (forAccount && !forAccount.includes(model.id)) throw gatewayError('MODEL_ACCESS_DENIED', { param: 'model', detail: 'Refused by the account\'s allowed models.' })
+    },
+    // A route that names no model (a job poll or download) has no allowed models to check.
+    forRoute: (route) => route.namesModel ? plugin : { admit: plugin.admit }
+  }
+  return plugin
+}
