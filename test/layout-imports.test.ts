@@ -5,7 +5,7 @@
 // each other (upstream and jobs), no two folders import each other at all, the pipeline host
 // imports no concern, and the imports that still reach past a concern's index.ts are listed, a
 // list that may only shrink. A folder is a group's subfolder (`concerns/auth`), named with its group.
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import t from 'tap'
 import { ROOT, tsSources } from './helpers/paths.js'
@@ -96,6 +96,45 @@ function twoWayPairs (): string[] {
 // foundation/keys/, the concerns' config checks handed to foundation/config/ by the composition root).
 t.test('no two folders under plugins/ import each other', async (t) => {
   t.strictSame(twoWayPairs(), [])
+})
+
+/** The groups under plugins/, lowest first: a module imports nothing of a group after its own. */
+const GROUPS = ['foundation', 'concerns', 'apps']
+
+/** Each import from a module under plugins/ into a group above its own, as `from -> target` (paths under plugins/). */
+function upwardImports (): string[] {
+  const out: string[] = []
+  for (const file of tsSources(plugins)) {
+    const from = relative(plugins, file)
+    const rank = GROUPS.indexOf(from.split('/')[0] ?? '')
+    for (const s of specifiers(readFileSync(file, 'utf8'))) {
+      const target = relative(plugins, resolve(file, '..', s))
+      if (target.startsWith('..')) continue
+      if (GROUPS.indexOf(target.split('/')[0] ?? '') > rank) out.push(`${from} -> ${target}`)
+    }
+  }
+  return out
+}
+
+// Issue 28: the tree shows the layers. foundation/ is what every concern stands on (the config
+// and its shapes, the error catalogue, key material, money and prices, the stores, the routes
+// and the host with the operations table and the body reader it runs); concerns/ is what a
+// request goes through, and the account service; apps/ is what is run or mounted (the
+// composition root, the server, the admin API and CLI, the console, the docs generators).
+t.test('plugins/ holds three groups, each a set of folders: foundation, concerns, apps', async (t) => {
+  const entries = readdirSync(plugins, { withFileTypes: true })
+  t.strictSame(entries.map((d) => d.name).sort(), [...GROUPS].sort(), 'nothing beside the three groups')
+  t.ok(entries.every((d) => d.isDirectory()), 'each group is a folder')
+  for (const group of GROUPS) {
+    const folders = readdirSync(join(plugins, group), { withFileTypes: true })
+    t.ok(folders.length >= 5, `plugins/${group} holds its folders (${folders.length})`)
+    t.strictSame(folders.filter((d) => !d.isDirectory()).map((d) => d.name), [], `plugins/${group} holds folders only`)
+  }
+})
+
+t.test('a group imports nothing of a group above it: foundation no concern or app, concerns no app', async (t) => {
+  t.ok(tsSources(join(plugins, 'foundation')).length > 50, 'scanned the foundation')
+  t.strictSame(upwardImports(), [])
 })
 
 /**
