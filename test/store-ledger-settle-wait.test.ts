@@ -2,14 +2,15 @@
 // charge and the next request's hold share one commit instead of paying for two. What must
 // still hold: the wait ends on its own, an item that may not wait takes the waiting ones along,
 // this process reads what it wrote (its reads commit the waiting charges first), another process
-// sees the charge after the wait, and a closing store commits it at once.
+// sees the charge after the wait, and a closing store or an exiting process commits it at once.
+import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { GroupCommit, type ItemOutcome } from '../plugins/foundation/store/ledger/index.js'
 import { SETTLE_WAIT_MS } from '../plugins/foundation/store/ledger/sqlite-ledger.js'
 import type { Store } from '../plugins/foundation/store/index.js'
-import { sqliteTestBackend } from './helpers/store.js'
+import { TEST_SECRET, sqliteTestBackend } from './helpers/store.js'
 
 const LONG_WAIT_MS = 60_000
 const nextTurn = async (): Promise<void> => { await new Promise((resolve) => setImmediate(resolve)) }
@@ -150,4 +151,24 @@ t.test('SQLite: this process reads its waiting charge; another sees it after the
   await mine.close()
   t.equal((await closing).posted, 50n, 'a store that closes commits the waiting charge')
   t.equal((await other.ledger.wallet(accountId)).balance, 9_600n, 'and it is in the database')
+})
+
+t.test('SQLite: a process that exits commits the charge still waiting', async (t) => {
+  const backend = sqliteTestBackend()
+  t.teardown(() => backend.cleanup())
+  const store = await backend.open()
+  const accountId = await funded(store)
+  const holdId = await holdFor(store, accountId, 'req-exit')
+  // Another process settles the hold and exits at once, in the same turn: the charge is still
+  // waiting for company when process.exit runs.
+  const storeModule = new URL('../plugins/foundation/store/index.js', import.meta.url).href
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', `
+const { openStore } = await import(${JSON.stringify(storeModule)})
+const store = await openStore({ secret: ${JSON.stringify(TEST_SECRET)}, dataDir: ${JSON.stringify(backend.location)} })
+store.ledger.settle({ holdId: ${JSON.stringify(holdId)}, amount: 300n, requestId: 'req-exit' })
+process.exit(0)
+`], { encoding: 'utf8', timeout: 30_000 })
+  t.equal(child.status, 0, `the other process ran (${child.stderr.trim().slice(0, 300)})`)
+  const wallet = await store.ledger.wallet(accountId)
+  t.same({ balance: wallet.balance, held: wallet.held }, { balance: 9_700n, held: 0n }, 'the charge was committed as the process exited')
 })

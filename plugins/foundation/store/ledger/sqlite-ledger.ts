@@ -119,9 +119,25 @@ function toEntry (row: EntryRow): LedgerEntry {
  * (the wallet, the open holds' index) instead of paying for two. A busier gateway fills its
  * batches without waiting. The charge is the answer's, already sent: the wait delays the
  * balance another process reads (this one's reads commit it first), never an answer; a gateway
- * that closes commits it at once.
+ * that closes, or a process that exits, commits it at once.
  */
 export const SETTLE_WAIT_MS = 2
+
+/**
+ * The open SQLite ledgers' flushes, run when the process exits (process.exit, an uncaught
+ * exception, the end of the event loop): the charges still waiting are committed then, SQLite
+ * being synchronous. One listener for every store of the process.
+ */
+const atExit = new Set<() => void>()
+let exitListening = false
+function flushAtExit (flush: () => void): () => void {
+  if (!exitListening) {
+    exitListening = true
+    process.on('exit', () => { for (const f of atExit) f() })
+  }
+  atExit.add(flush)
+  return () => { atExit.delete(flush) }
+}
 
 export function createSqliteLedgerStore (db: Database, ctx: StoreContext): LedgerStore & { close(): Promise<void> } {
   const walletOf = db.prepare<[string], WalletRow>('SELECT balance, held, bound, unrecovered_at FROM wallets WHERE account_id = ?')
@@ -413,6 +429,9 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     }
   )
 
+  // Starting the waiting batch runs it synchronously: committed before the process is gone.
+  const unlisten = flushAtExit(() => { batches.flush().catch(() => {}) })
+
   const now = (): number => ctx.clock.now().getTime()
 
   return {
@@ -480,6 +499,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     /** Answers every queued hold and settle before the database closes. */
     async close () {
       await batches.close()
+      unlisten()
     },
 
     async keyUsage (keyId, fromDay) {
