@@ -1,6 +1,7 @@
-// Backend-neutral part of the migration runner. Each backend keeps an ordered list
-// of SQL migrations (migrations/sqlite, migrations/pg); later plugins append 002+.
+// Backend-neutral part of the migration runner. Each backend has a folder of SQL migrations
+// (migrations/sqlite, migrations/pg), one file each, read in version order (migrationsIn).
 import { createHash } from 'node:crypto'
+import { readdirSync } from 'node:fs'
 
 export interface Migration {
   /** Strictly increasing, never reused. */
@@ -65,4 +66,31 @@ export function pendingMigrations (
     }
   }
   return migrations.filter((m) => !done.has(m.version))
+}
+
+/** A migration file's name: `NNN-kebab-name` with its extension (.ts run by tsx, .js built). */
+const MIGRATION_FILE = /^(\d{3})-([a-z0-9]+(?:-[a-z0-9]+)*)\.(?:ts|js)$/
+
+/**
+ * The migrations of one backend's folder, in version order: every `NNN-name.ts` file there, each
+ * exporting one Migration whose version and name are its file's. A new migration is a file in
+ * each backend's folder and nothing else; a file whose export does not match its name, two
+ * files with one version, or a version missing from the sequence is a code bug, thrown at load.
+ */
+export async function migrationsIn (folder: URL): Promise<readonly Migration[]> {
+  const files = readdirSync(folder).filter((f) => MIGRATION_FILE.test(f) && !f.endsWith('.d.ts')).sort()
+  const migrations: Migration[] = []
+  for (const file of files) {
+    const [, number, name] = MIGRATION_FILE.exec(file) as RegExpExecArray
+    const exported = Object.values(await import(new URL(file, folder).href) as Record<string, unknown>)
+    if (exported.length !== 1) throw new MigrationError(`migration file ${file} must export exactly one migration (it exports ${exported.length})`)
+    const m = exported[0] as Migration
+    if (m.version !== Number(number) || m.name !== name) {
+      throw new MigrationError(`migration file ${file} exports ${String(m.version)}-${String(m.name)}; a file's migration carries its number and name`)
+    }
+    if (m.version !== migrations.length + 1) throw new MigrationError(`migration ${file} follows ${migrations.length}: versions run 1, 2, 3… without a gap or a repeat`)
+    migrations.push(m)
+  }
+  checkMigrationList(migrations)
+  return migrations
 }
