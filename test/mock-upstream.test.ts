@@ -5,11 +5,17 @@ import { GoogleGenAI } from '@google/genai'
 import { OpenAI, toFile } from 'openai'
 import t from 'tap'
 import {
-  GPT_IMAGE_TOKENS, replyChunks, startMockUpstream, tokensFor, type RecordedCall
+  GPT_IMAGE_TOKENS, replyChunks, replyText, startMockUpstream, tokensFor, type RecordedCall
 } from './fixtures/mock-upstream.js'
 
 const mock = await startMockUpstream()
 t.teardown(() => mock.close())
+
+t.test('a whole answer is the streamed words joined, built in one piece', async (t) => {
+  for (const [text, count] of [['x', 0], ['x', 1], ['x', 2], ['x', 3], ['x', 7], ['one two three', 6], ['one two three', 8], ['  spaced   out ', 5], ['a'.repeat(40), 3]] as const) {
+    t.equal(replyText(text, count), replyChunks(text, count).join(''), `${JSON.stringify(text)} × ${count}`)
+  }
+})
 t.beforeEach(() => mock.reset())
 
 const openai = new OpenAI({ baseURL: `${mock.url}/v1`, apiKey: 'x', maxRetries: 0 })
