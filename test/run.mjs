@@ -26,6 +26,11 @@ import t from 'tap'
 
 const DIR = '.test-build/test'
 const TIMEOUT_S = 120
+// The type check and the lint are one process each over the whole tree, with no cache in a
+// fresh clone: alone they take 15–25 s, but sharing two cores with three test files on a slow
+// day the lint took over 120 s (2026-11-27). They are not tests that may hang; a bound well
+// above their wall time only stops a stuck one.
+const CHECK_TIMEOUT_S = 360
 const JOBS = Number(process.env.TEST_JOBS ?? 4)
 const CPU_LOG = process.env.TEST_CPU_LOG
 
@@ -80,7 +85,7 @@ const env = { ...process.env, TAP_TIMEOUT: String(TIMEOUT_S) }
 // The type check and the lint, as two more lanes of the same pool (a failure is a failed
 // subtest like any other): test/checks.mjs emits the JavaScript without them.
 for (const [name, script, args] of CHECKS) {
-  t.spawn(process.execPath, ['test/check-lane.mjs', name, script, ...args], { name, buffered: JOBS > 1, timeout: TIMEOUT_S * 1000, env })
+  t.spawn(process.execPath, ['test/check-lane.mjs', name, script, ...args], { name, buffered: JOBS > 1, timeout: CHECK_TIMEOUT_S * 1000, env: { ...env, TAP_TIMEOUT: String(CHECK_TIMEOUT_S) } })
 }
 for (const file of files) {
   const path = join(DIR, file)

@@ -6,7 +6,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { GoogleGenAI } from '@google/genai'
 import OpenAI from 'openai'
 import t from 'tap'
-import { accountRows } from '../helpers/billing.js'
+import { waitForRows } from '../helpers/billing.js'
 import { startTestGateway } from '../helpers/gateway.js'
 import { repoPath } from '../helpers/paths.js'
 
@@ -49,8 +49,8 @@ t.test('the quickstart base URLs reach the gateway with each SDK, and each call 
   const result = await genai.models.generateContent({ model: 'genai/gemini-2.5-flash', contents: 'Hello' })
   t.type(result.text, 'string', 'GenAI SDK: an answer')
 
-  await gw.services.requestLog.flush()
-  const rows = await accountRows(gw)
+  // A request's row is written once its charge settled, a moment after its answer.
+  const rows = await waitForRows([gw], 3)
   t.same(rows.map((r) => r.answeredModel).sort(), ['anthropic/claude-sonnet-4', 'genai/gemini-2.5-flash', 'openai/gpt-4o-mini'], 'one request log row per call')
   t.ok(rows.every((r) => r.billingStatus === 'BILLED' && r.cost !== null && r.cost > 0n), 'each call was billed')
   const wallet = await gw.services.store.ledger.wallet(gw.account.id)
