@@ -112,33 +112,6 @@ function toEntry (row: EntryRow): LedgerEntry {
   }
 }
 
-/**
- * How long a charge may wait for company. A commit's cost is its system calls (two writes per
- * page) more than its statements: at one request at a time, a request's charge and the next
- * request's hold, a few hundred microseconds apart, share a commit and the pages both touch
- * (the wallet, the open holds' index) instead of paying for two. A busier gateway fills its
- * batches without waiting. The charge is the answer's, already sent: the wait delays the
- * balance another process reads (this one's reads commit it first), never an answer; a gateway
- * that closes, or a process that exits, commits it at once.
- */
-export const SETTLE_WAIT_MS = 2
-
-/**
- * The open SQLite ledgers' flushes, run when the process exits (process.exit, an uncaught
- * exception, the end of the event loop): the charges still waiting are committed then, SQLite
- * being synchronous. One listener for every store of the process.
- */
-const atExit = new Set<() => void>()
-let exitListening = false
-function flushAtExit (flush: () => void): () => void {
-  if (!exitListening) {
-    exitListening = true
-    process.on('exit', () => { for (const f of atExit) f() })
-  }
-  atExit.add(flush)
-  return () => { atExit.delete(flush) }
-}
-
 export function createSqliteLedgerStore (db: Database, ctx: StoreContext): LedgerStore & { close(): Promise<void> } {
   const walletOf = db.prepare<[string], WalletRow>('SELECT balance, held, bound, unrecovered_at FROM wallets WHERE account_id = ?')
   const ensureWallet = db.prepare<[string, number]>(
@@ -419,27 +392,14 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   })
   const batches = new GroupCommit<SqliteOp, HoldRefusal | null | SettleResult>(
     async (ops) => runBatch.immediate(ops),
-    {
-      maxBatch: 500,
-      maxInFlight: 1,
-      schedule: 'immediate',
-      // A charge waits up to SETTLE_WAIT_MS for the next hold (nobody waits on it: its answer
-      // was sent), so that one commit carries both; holds and releases never wait.
-      lazy: { ms: SETTLE_WAIT_MS, item: (op) => op.kind === 'close' && op.amount !== null },
-    }
+    { maxBatch: 500, maxInFlight: 1, schedule: 'immediate' }
   )
-
-  // Starting the waiting batch runs it synchronously: committed before the process is gone.
-  const unlisten = flushAtExit(() => { batches.flush().catch(() => {}) })
 
   const now = (): number => ctx.clock.now().getTime()
 
   return {
     async credit (input) {
       checkCredit(input)
-      // Every read and out-of-batch write first commits the charges still waiting (see
-      // SETTLE_WAIT_MS): what this process answered is what it reads.
-      await batches.flush()
       return credit.immediate(input, now())
     },
 
@@ -478,12 +438,10 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     },
 
     async reapExpired () {
-      await batches.flush()
       return reap.immediate(now())
     },
 
     async wallet (accountId) {
-      await batches.flush()
       const row = walletOf.get(accountId)
       const balance = row?.balance ?? 0n
       const held = row?.held ?? 0n
@@ -492,28 +450,23 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     },
 
     async entries (accountId, { limit, before }) {
-      await batches.flush()
       return page.all(accountId, before ?? null, before ?? null, checkLimit(limit)).map(toEntry)
     },
 
     /** Answers every queued hold and settle before the database closes. */
     async close () {
       await batches.close()
-      unlisten()
     },
 
     async keyUsage (keyId, fromDay) {
-      await batches.flush()
       return usageFrom.all(keyId, fromDay)
     },
 
     async resetKeyUsage (keyId) {
-      await batches.flush()
       return resetUsage.run(keyId).changes
     },
 
     async openHolds (accountId) {
-      await batches.flush()
       return openOf.all(accountId).map((row) => ({
         id: row.id,
         amount: row.amount,
