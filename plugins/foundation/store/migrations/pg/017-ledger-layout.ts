@@ -1,6 +1,6 @@
 import type { Migration } from '../../migrate.js'
 
-// The SQLite twin rebuilds holds, ledger_entries and request_log WITHOUT ROWID, which
+// The SQLite twin rebuilds holds and ledger_entries WITHOUT ROWID, which
 // PostgreSQL has no counterpart for (its tables are heaps beside their indexes). What carries
 // over is the holds' index: each hold was written to two partial indexes of the open holds when
 // it opened, and removed from both when it closed. One on (account_id, expires_at) serves both
