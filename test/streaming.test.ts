@@ -154,8 +154,10 @@ t.test('connection pool size comes from the provider config', async (t) => {
     const gw = await startTestGateway({ configFile: cfg.file })
     t.teardown(() => gw.close())
     const n = 300
-    // Long enough that the first stream is still running when the last one starts.
-    const headers = { 'x-mock-chunks': '80', 'x-mock-chunk-delay-ms': '100' }
+    // Long enough that the first stream is still running when the last one starts: 20 s each
+    // (8 s was not, once, in a loaded CI run on a slow machine: the first streams ended before
+    // the last 300th reached the provider).
+    const headers = { 'x-mock-chunks': '80', 'x-mock-chunk-delay-ms': '250' }
     const bodies = Promise.all(Array.from({ length: n }, async (_, i) => {
       const res = await stream(gw, '/v1/chat/completions', chat(`stream ${i}`), headers)
       return { status: res.status, text: await res.text() }
