@@ -21,6 +21,7 @@ import { createSqliteRequestLogStore } from '../plugins/foundation/store/request
 import type { RequestLogRow } from '../plugins/foundation/store/request-log/types.js'
 import { createSqliteAccountStore } from '../plugins/foundation/store/sqlite/sqlite-accounts.js'
 import { runSqliteMigrations } from '../plugins/foundation/store/sqlite/sqlite-migrate.js'
+import { connectSqlite } from '../plugins/foundation/store/sqlite/sqlite-store.js'
 import { ManualClock, TEST_SECRET } from './helpers/store.js'
 
 const UNIT = 1_000_000_000n
@@ -29,13 +30,7 @@ const before = sqliteMigrations.filter((m) => m.version < LAYOUT)
 
 /** A database file opened the way the store opens it. */
 function openFile (dir: string): Database.Database {
-  const db = new Database(join(dir, 'gateway.db'))
-  db.pragma('busy_timeout = 5000')
-  db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
-  db.pragma('foreign_keys = ON')
-  db.defaultSafeIntegers(true)
-  return db
+  return connectSqlite(join(dir, 'gateway.db'))
 }
 
 function tempDir (t: Test): string {

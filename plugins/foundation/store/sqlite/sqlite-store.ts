@@ -31,13 +31,8 @@ export interface SqliteParts {
   close(): Promise<void>
 }
 
-export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
-  // Keys (sealed), balances and the request log live here: owner only. SQLite gives the -wal
-  // and -shm files the mode of the database file, so creating that one 0600 covers all three.
-  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE })
-  const file = join(dataDir, SQLITE_FILE_NAME)
-  closeSync(openSync(file, 'a', PRIVATE_FILE_MODE))
-  for (const name of [file, `${file}-wal`, `${file}-shm`]) restrictFile(name)
+/** A connection to the database file, set up as the store sets up its own (migrations not run). */
+export function connectSqlite (file: string): Database.Database {
   const db = new Database(file)
   try {
     // First, so a second process switching to WAL or migrating waits instead of failing.
@@ -49,6 +44,22 @@ export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
     db.pragma('foreign_keys = ON')
     // Money columns exceed 2^53; read every INTEGER as bigint and convert the rest.
     db.defaultSafeIntegers(true)
+    return db
+  } catch (err) {
+    db.close()
+    throw err
+  }
+}
+
+export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
+  // Keys (sealed), balances and the request log live here: owner only. SQLite gives the -wal
+  // and -shm files the mode of the database file, so creating that one 0600 covers all three.
+  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE })
+  const file = join(dataDir, SQLITE_FILE_NAME)
+  closeSync(openSync(file, 'a', PRIVATE_FILE_MODE))
+  for (const name of [file, `${file}-wal`, `${file}-shm`]) restrictFile(name)
+  const db = connectSqlite(file)
+  try {
     runSqliteMigrations(db, sqliteMigrations, ctx.clock)
   } catch (err) {
     db.close()
