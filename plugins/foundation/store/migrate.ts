@@ -78,7 +78,8 @@ const MIGRATION_FILE = /^(\d{3})-([a-z0-9]+(?:-[a-z0-9]+)*)\.(?:ts|js)$/
  * files with one version, or a version missing from the sequence is a code bug, thrown at load.
  */
 export async function migrationsIn (folder: URL): Promise<readonly Migration[]> {
-  const files = readdirSync(folder).filter((f) => MIGRATION_FILE.test(f) && !f.endsWith('.d.ts')).sort()
+  // A declaration or source map beside a built file (`017-x.d.ts`, `017-x.js.map`) is no match.
+  const files = readdirSync(folder).filter((f) => MIGRATION_FILE.test(f)).sort()
   const migrations: Migration[] = []
   for (const file of files) {
     const [, number, name] = MIGRATION_FILE.exec(file) as RegExpExecArray
@@ -91,6 +92,5 @@ export async function migrationsIn (folder: URL): Promise<readonly Migration[]> 
     if (m.version !== migrations.length + 1) throw new MigrationError(`migration ${file} follows ${migrations.length}: versions run 1, 2, 3… without a gap or a repeat`)
     migrations.push(m)
   }
-  checkMigrationList(migrations)
   return migrations
 }
