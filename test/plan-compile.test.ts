@@ -96,28 +96,30 @@ t.test('the plan is frozen, and two compiles of one file have the same hash', as
 
   const plan: GatewayPlan = a
   t.ok(Object.isFrozen(plan), 'the plan is frozen')
-  for (const step of PLAN_STEPS) t.ok(Object.isFrozen(plan[step.slice]), `its ${step.slice} slice is frozen`)
+  const slices: Record<string, unknown> = plan
+  for (const step of PLAN_STEPS) t.ok(Object.isFrozen(slices[step.slice]), `its ${step.slice} slice is frozen`)
   t.ok(Object.isFrozen(plan.routes.plans) && plan.routes.plans.every((r) => Object.isFrozen(r)), 'every route plan is frozen')
   t.ok(plan.models.list().every((m) => Object.isFrozen(m)), 'every compiled model is frozen')
   t.throws(() => { (plan as { hash: string }).hash = 'x' }, TypeError, 'a field cannot be replaced')
   t.throws(() => { (plan.upstream as { healthCheckIntervalMs: number }).healthCheckIntervalMs = 1 }, TypeError, 'nor a slice\'s')
-  t.same(PLAN_STEPS.map((s) => s.slice), ['operations', 'catalogue', 'routes', 'bodies', 'models', 'upstream', 'jobs', 'limits', 'keyHeaders', 'admission'], 'the steps, in the composition root\'s order')
+  t.same(PLAN_STEPS.map((s) => s.slice), ['catalogue', 'routes', 'bodies', 'models', 'keyHeaders', 'limits', 'jobs', 'operations', 'admission', 'upstream'], 'the steps: the host\'s, then each concern\'s in the composition root\'s order')
+  t.same(Object.keys(plan).sort(), ['admission', 'bodies', 'catalogue', 'config', 'hash', 'jobs', 'keyHeaders', 'limits', 'models', 'operations', 'routes', 'upstream'], 'the plan holds each step\'s slice, the config and its hash')
 })
 
-t.test('no concern compiles the raw config itself: the plan\'s compile steps are called from the plan only', async (t) => {
+t.test('no concern compiles the raw config itself: the plan\'s compile steps are called from the plan and the concerns\' declarations only', async (t) => {
   // Each step's compile and where else it may be called: the plan's own list, and the helpers
   // for callers that hold a bare config and no plan (documented beside each).
   const allowed: Record<string, string[]> = {
     compileRoutes: ['plugins/apps/gateway/plan.ts', 'plugins/foundation/pipeline/host.ts'],
     compileCatalogue: ['plugins/apps/gateway/plan.ts', 'plugins/foundation/pipeline/host.ts', 'plugins/apps/server/admin-server.ts', 'plugins/apps/admin/routes.ts', 'plugins/apps/admin/cli-runtime.ts'],
-    compileOperations: ['plugins/apps/gateway/plan.ts', 'plugins/foundation/routes/compile.ts', 'plugins/concerns/jobs/job-routes.ts'],
-    compileModelTable: ['plugins/apps/gateway/plan.ts', 'plugins/concerns/models/catalogue.ts'],
-    compileUpstreamPlan: ['plugins/apps/gateway/plan.ts', 'plugins/concerns/upstream/providers.ts'],
-    compileJobRoutes: ['plugins/apps/gateway/plan.ts'],
-    compilePolicies: ['plugins/apps/gateway/plan.ts'],
-    compileKeyHeaders: ['plugins/apps/gateway/plan.ts'],
-    compileAdmission: ['plugins/apps/gateway/plan.ts'],
-    bodyOptionsOf: ['plugins/apps/gateway/plan.ts'],
+    compileOperations: ['plugins/foundation/operations/concern.ts', 'plugins/foundation/routes/compile.ts', 'plugins/concerns/jobs/job-routes.ts'],
+    compileModelTable: ['plugins/concerns/models/concern.ts', 'plugins/concerns/models/catalogue.ts'],
+    compileUpstreamPlan: ['plugins/concerns/upstream/concern.ts', 'plugins/concerns/upstream/providers.ts'],
+    compileJobRoutes: ['plugins/concerns/jobs/concern.ts'],
+    compilePolicies: ['plugins/concerns/limits/concern.ts'],
+    compileKeyHeaders: ['plugins/concerns/auth/concern.ts'],
+    compileAdmission: ['plugins/concerns/admission/concern.ts'],
+    bodyOptionsOf: ['plugins/foundation/request/concern.ts'],
     // The table and a catalogue over it in one call: for tools and tests only.
     compileModels: [],
     compilePlan: ['plugins/apps/gateway/plan.ts', 'plugins/apps/gateway/index.ts', 'plugins/apps/server/server.ts', 'plugins/apps/server/reload.ts']

@@ -43,7 +43,7 @@ export async function rootPlugins (t: Test, plan: GatewayPlan, extra: { metrics?
     await services.close()
     rmSync(dir, { recursive: true, force: true })
   })
-  const plugins = gatewayPlugins({ plan, services, models: modelCatalogue(plan.models), upstreams, ...extra, log: Fastify({ logger: false }).log })
+  const plugins = await gatewayPlugins({ plan, services, models: modelCatalogue(plan.models), upstreams, ...extra, log: Fastify({ logger: false }).log })
   t.teardown(async () => { for (const p of [...plugins].reverse()) await p.close?.() })
   return plugins
 }

@@ -1,29 +1,19 @@
 // Loading gateway.yaml with every concern's part: config/ loads, validates and runs the
-// config's own cross-checks, and imports no concern; this list, beside the plan's compile steps
-// (PLAN_STEPS, plan.ts), hands it each concern's check of its own sections and the warnings.
-// Every caller that loads a config (serve, hot reload, the CLI, `check`, the package entry)
-// loads it through here.
-import { configLoader, type ConfigConcerns, type GatewayConfig } from '../../foundation/config/index.js'
-import { checkAdmission } from '../../concerns/admission/index.js'
-import { checkListings } from '../../concerns/listings/index.js'
-import { checkAliases, checkModelMeters, modelFactWarnings } from '../../concerns/models/index.js'
-import { checkOperations, operationsTable } from '../../foundation/operations/index.js'
-import { checkPricing } from '../../foundation/pricing/index.js'
+// config's own cross-checks, and imports no concern; the composition root's list (CONCERNS,
+// concerns.ts) hands it each concern's checks of its own sections and its warnings. Every
+// caller that loads a config (serve, hot reload, the CLI, `check`, the package entry) loads it
+// through here. A declaration imports its checks and its compile only (its plugin is loaded
+// when a gateway is built), so loading a config never loads the request path.
+import { configLoader, type ConfigConcerns } from '../../foundation/config/index.js'
+import type { Concern } from '../../foundation/pipeline/concern.js'
+import { CONCERNS } from './concerns.js'
 
-/** Each concern's check, in order, run after the config's own; then the warnings. */
+const listed: readonly Concern[] = CONCERNS
+
+/** Each concern's checks, in the list's order, run after the config's own; then the warnings. */
 export const CONFIG_CONCERNS: ConfigConcerns = Object.freeze({
-  checks: Object.freeze([
-    checkOperations,
-    // The models' meters and prices are both checked against the operations table, built once.
-    (config: GatewayConfig) => {
-      const operations = operationsTable(config)
-      return [...checkModelMeters(config, operations), ...checkPricing(config, operations)]
-    },
-    checkAdmission,
-    checkAliases,
-    checkListings
-  ]),
-  warnings: Object.freeze([modelFactWarnings])
+  checks: Object.freeze(listed.flatMap((c) => c.checks ?? [])),
+  warnings: Object.freeze(listed.flatMap((c) => c.warnings ?? []))
 })
 
 export const { loadConfig, checkConfig } = configLoader(CONFIG_CONCERNS)

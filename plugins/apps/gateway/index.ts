@@ -1,29 +1,20 @@
-// The composition root: which concerns a request goes through, in order. The host
-// (plugins/foundation/pipeline) runs their phases and knows none of them; a new concern is a folder that
-// exports a GatewayPlugin plus one line in `gatewayPlugins` below.
+// The composition root: the gateway built from the plan and the concerns' one list (CONCERNS,
+// concerns.ts), with the few services concerns share (the wallet, the jobs service, the hold
+// keeper, the idempotency plugin) made here once. The host (plugins/foundation/pipeline) runs
+// their phases and knows none of them.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
-import { admissionPlugin } from '../../concerns/admission/index.js'
-import { authPlugin } from '../../concerns/auth/index.js'
-import { capsPlugin } from '../../concerns/caps/index.js'
 import type { GatewayConfig } from '../../foundation/config/types.js'
-import { createJobs, jobsPlugin } from '../../concerns/jobs/index.js'
-import { accessLogPlugin } from '../../concerns/access-log/index.js'
-import { limitsPlugin } from '../../concerns/limits/index.js'
-import { listingsPlugin } from '../../concerns/listings/index.js'
-import { passthrough } from '../../concerns/metering/index.js'
-import { metricsPlugin, type GatewayMetrics } from '../../concerns/metrics/index.js'
-import { idempotencyPlugin } from '../../concerns/idempotency/index.js'
-import { modelCatalogue, modelsPlugin, type ModelCatalogue } from '../../concerns/models/index.js'
-import { featuresPlugin, operationsPlugin } from '../../foundation/operations/index.js'
+import { createJobs, type Jobs } from '../../concerns/jobs/index.js'
+import { passthrough, type TranslatorFor } from '../../concerns/metering/index.js'
+import type { GatewayMetrics } from '../../concerns/metrics/index.js'
+import { idempotencyPlugin, type IdempotencyPlugin } from '../../concerns/idempotency/index.js'
+import { modelCatalogue, type ModelCatalogue } from '../../concerns/models/index.js'
 import type { Outcome, RequestContext } from '../../foundation/pipeline/context.js'
 import { pipelineHost, type PipelineStats } from '../../foundation/pipeline/host.js'
 import type { GatewayPlugin } from '../../foundation/pipeline/plugin.js'
-import { requestPlugin } from '../../foundation/request/index.js'
-import { requestLogPlugin } from '../../concerns/request-log/index.js'
-import { createStatusReader, openUpstreams, upstreamPlugin, type Upstreams, type UpstreamView } from '../../concerns/upstream/index.js'
-import { createHoldKeeper, createWallet, reapExpiredHolds, unrecoveredReporter, walletPlugin } from '../../concerns/wallet/index.js'
-import { createImagePauseStore } from '../../foundation/store/image-pause.js'
-import { createModelStatusStore } from '../../foundation/store/model-status.js'
+import { createStatusReader, openUpstreams, type Upstreams, type UpstreamView } from '../../concerns/upstream/index.js'
+import { createHoldKeeper, createWallet, reapExpiredHolds, unrecoveredReporter, type HoldKeeper, type Wallet } from '../../concerns/wallet/index.js'
+import { CONCERNS } from './concerns.js'
 import { compilePlan, type GatewayPlan } from './plan.js'
 import { openServices, serviceEnvFromProcess, type GatewayServices, type ServiceEnv } from './services.js'
 
@@ -35,6 +26,7 @@ export { openServices, serviceEnvFromProcess, type GatewayServices, type Service
 export { listenFailure, startupLine } from './startup-error.js'
 export { checkConfig, CONFIG_CONCERNS, loadConfig } from './config.js'
 export { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage, type PlanSlices } from './plan.js'
+export { CONCERNS } from './concerns.js'
 
 export interface GatewayOptions {
   config: GatewayConfig
@@ -78,77 +70,61 @@ export interface GatewayParts {
   metrics?: GatewayMetrics
 }
 
-/** The concerns of a request, in the order their hooks run in every phase. */
-export function gatewayPlugins (parts: GatewayParts): GatewayPlugin[] {
-  const { plan, services, models, upstreams } = parts
-  const { config } = plan
-  const { store, clock } = services
-  // An unrecovered overage, from a request's settle or a job's: one log line and the metric.
+/** What a concern's plugin is built from: the gateway's parts and the services concerns share. */
+export interface ConcernParts extends GatewayParts {
+  /** The ledger's one writer: requests' holds (charge, renewal, settle) and jobs' ends alike. */
+  readonly wallet: Wallet
+  /** Renews each open hold while its request runs (the wallet's; the metrics count them). */
+  readonly keeper: HoldKeeper
+  readonly jobs: Jobs
+  readonly idempotency: IdempotencyPlugin
+  /** Each operation's translator: the passthrough's edits and meter; jobs' target and answer for job routes. */
+  readonly translatorFor: TranslatorFor
+}
+
+/** The services concerns share, made once per gateway. */
+function concernParts (parts: GatewayParts): ConcernParts {
+  const { plan, services } = parts
   const metrics = parts.metrics
+  // An unrecovered overage, from a request's settle or a job's: one log line and the metric.
   const onUnrecovered = unrecoveredReporter(parts.log, metrics === undefined ? undefined : (amount) => { metrics.recordUnrecovered(amount) })
-  // The ledger's one writer: requests' holds (charge, renewal, settle) and jobs' ends alike.
-  const wallet = createWallet({ ledger: store.ledger, onUnrecovered })
-  const idempotency = idempotencyPlugin({ store: store.idempotency })
+  const wallet = createWallet({ ledger: services.store.ledger, onUnrecovered })
+  const idempotency = idempotencyPlugin({ store: services.store.idempotency })
   // A job create's idempotency key names its job once the job is recorded. The watcher reads
   // job statuses through the upstream concern's reader, on the plan's upstreams (the forward
   // phase's pools).
   const jobs = createJobs({
     plan,
-    jobs: store.jobs,
+    jobs: services.store.jobs,
     wallet,
-    clock,
+    clock: services.clock,
     log: parts.log,
-    reader: createStatusReader(upstreams),
+    reader: createStatusReader(parts.upstreams),
     onCreated: async (ctx, job) => { await idempotency.jobCreated(ctx, job.id) }
   })
   // Shared by the wallet (it keeps holds) and the metrics (they count them).
   const keeper = createHoldKeeper({ wallet, warn: (fields) => { parts.log.warn(fields, 'hold renewal') } })
   const view = parts.upstreamView
-  parts.metrics?.use({
+  metrics?.use({
     holdsOutstanding: () => keeper.size(),
     requestLogPending: () => services.requestLog.pending,
     // The breaker's state as the admin API shows it, read when Prometheus scrapes.
     ...(view ? { circuits: () => view.read?.().providers ?? [] } : {})
   })
-  const accessLog = config.observability?.access_log
-  // Observability concerns are listed only when configured: off costs nothing per request.
-  const observe: GatewayPlugin[] = [
-    ...(parts.metrics ? [metricsPlugin(parts.metrics)] : []),
-    ...(accessLog === undefined || accessLog.enabled ? [accessLogPlugin(parts.log, accessLog ?? { enabled: true, level: 'info' })] : [])
-  ]
-  return [
-    requestPlugin(plan.bodies),
-    // The admin API's model statuses (publish, pause, retire), shared through the store.
-    modelsPlugin(models, createModelStatusStore(store.backend)),
-    authPlugin({ keyHeaders: plan.keyHeaders, store, cache: services.keyCache, clock }),
-    // After auth (the key's policy), before anything reads the body or holds money.
-    limitsPlugin({ server: config.server, limits: config.limits, policies: plan.limits, clock, redis: services.limitsRedis, log: parts.log }),
-    // The platform image pause: the config's day, or the admin API's (shared through the store).
-    capsPlugin({ pauses: createImagePauseStore(store.backend), clock, pausedOn: config.limits.images_paused_on }),
-    jobsPlugin(jobs, { watch: config.jobs.watcher.enabled }),
-    operationsPlugin(),
-    // After the model is known, before the hold: refusals the request earns by itself.
-    admissionPlugin(plan.admission),
-    // After admission (a tier the model does not serve is refused as such), before the hold.
-    featuresPlugin(),
-    // Before the wallet: a duplicate is refused before it holds anything.
-    idempotency,
-    walletPlugin({ wallet, models, clock, config: config.wallet, limits: config.limits, log: parts.log, keeper }),
-    // Answers the listing routes itself, in place of the upstream (nothing held, nothing sent).
-    listingsPlugin({ routes: plan.routes, models }),
-    upstreamPlugin({
-      plan,
-      models,
-      upstreams,
-      // Each operation's translator: the passthrough's edits and meter; jobs' target and answer for job routes.
-      translatorFor: jobs.translatorFor(passthrough),
-      ...(parts.random ? { random: parts.random } : {}),
-      ...(parts.upstreamView ? { view: parts.upstreamView } : {}),
-      onHealthCheckError: (provider, err) => { parts.log.warn({ provider, code: (err as { code?: string }).code }, 'upstream health check failed') }
-    }),
-    requestLogPlugin({ writer: services.requestLog, clock }),
-    ...observe
-  ]
+  return { ...parts, wallet, keeper, jobs, idempotency, translatorFor: jobs.translatorFor(passthrough) }
+}
+
+/**
+ * The concerns' plugins, in the order their hooks run in every phase (CONCERNS); a concern the
+ * config leaves out (metrics without a registry, a disabled access log) is not listed. Each
+ * concern's plugin module is loaded here, not when the config is.
+ */
+export async function gatewayPlugins (parts: GatewayParts): Promise<GatewayPlugin[]> {
+  const shared = concernParts(parts)
+  // Every concern's plugin asks only for parts the gateway has (one that asks for a part it lacks fails the type check here).
+  const listed: ReadonlyArray<{ readonly plugin?: (parts: ConcernParts) => Promise<GatewayPlugin | undefined> }> = CONCERNS
+  const plugins = await Promise.all(listed.map(async (c) => await c.plugin?.(shared)))
+  return plugins.filter((p): p is GatewayPlugin => p !== undefined)
 }
 
 /** A plugin whose finish hook reports each request's outcome (tests and the bench observe with it). */
@@ -174,7 +150,7 @@ export async function modelGateway (app: FastifyInstance, opts: GatewayOptions):
   })
   const models = modelCatalogue(plan.models)
   const upstreams = openUpstreams(plan.upstream)
-  const defaults = gatewayPlugins({
+  const defaults = await gatewayPlugins({
     plan,
     services,
     models,
