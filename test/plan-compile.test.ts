@@ -8,7 +8,7 @@ import { join, relative } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../plugins/apps/gateway/config.js'
 import { openServices } from '../plugins/apps/gateway/index.js'
-import { compilePlan, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage } from '../plugins/apps/gateway/plan.js'
+import { compilePlan, compileSlices, PLAN_COMPILED_CHANNEL, PLAN_STEPS, type GatewayPlan, type PlanCompiledMessage } from '../plugins/apps/gateway/plan.js'
 import { buildServer } from '../plugins/apps/server/server.js'
 import { mockEnv, REPO_CONFIG } from './helpers/gateway.js'
 import { ROOT, tsSources } from './helpers/paths.js'
@@ -104,6 +104,29 @@ t.test('the plan is frozen, and two compiles of one file have the same hash', as
   t.throws(() => { (plan.upstream as { healthCheckIntervalMs: number }).healthCheckIntervalMs = 1 }, TypeError, 'nor a slice\'s')
   t.same(PLAN_STEPS.map((s) => s.slice), ['catalogue', 'routes', 'bodies', 'models', 'keyHeaders', 'limits', 'jobs', 'operations', 'admission', 'upstream'], 'the steps: the host\'s, then each concern\'s in the composition root\'s order')
   t.same(Object.keys(plan).sort(), ['admission', 'bodies', 'catalogue', 'config', 'hash', 'jobs', 'keyHeaders', 'limits', 'models', 'operations', 'routes', 'upstream'], 'the plan holds each step\'s slice, the config and its hash')
+})
+
+t.test('each slice is compiled once, on its first read, whatever the steps\' order; a step that reads itself fails naming the chain', async (t) => {
+  const config = loadConfig(REPO_CONFIG, env).config
+  // The real plan takes the lazy path on every compile: the routes (a host step, listed first) read the operations table (a concern's, later).
+  const order = PLAN_STEPS.map((s) => s.slice)
+  t.ok(order.indexOf('routes') < order.indexOf('operations'), 'the routes step is listed before the operations it reads')
+  const calls: string[] = []
+  const step = (slice: string, compile: (plan: Record<string, unknown>) => unknown): (typeof PLAN_STEPS)[number] =>
+    ({ slice, compile: (_config, plan) => { calls.push(slice); return compile(plan as unknown as Record<string, unknown>) } })
+  const slices = compileSlices(config, 'h1', [
+    step('a', (plan) => ({ fromB: plan.b, hash: plan.hash, server: (plan.config as typeof config).server === config.server })),
+    step('b', (plan) => ({ n: 2, fromC: plan.c })),
+    step('c', () => ['c'])
+  ])
+  t.same(calls, ['a', 'b', 'c'], 'each step ran once: a, which read b, which read c')
+  t.same(slices.a, { fromB: { n: 2, fromC: ['c'] }, hash: 'h1', server: true }, 'a step reads later slices, the hash and the config')
+  t.equal((slices.a as { fromB: unknown }).fromB, slices.b, 'a slice read by another is the same object as the plan\'s')
+  t.ok(Object.isFrozen(slices.b) && Object.isFrozen(slices.c), 'every slice is frozen')
+  t.throws(() => compileSlices(config, 'h', [step('a', (plan) => plan.b), step('b', (plan) => plan.c), step('c', (plan) => plan.a)]),
+    { message: 'plan: the a slice reads itself (a → b → c → a)' }, 'a cycle of reads fails, naming it')
+  t.throws(() => compileSlices(config, 'h', [step('a', () => 1), step('a', () => 2)]), { message: 'plan: two steps compile the a slice' }, 'two steps of one slice fail')
+  t.throws(() => compileSlices(config, 'h', [step('config', () => 1)]), { message: /may not compile a slice named config/ }, 'a slice may not take the plan\'s own field')
 })
 
 t.test('no concern compiles the raw config itself: the plan\'s compile steps are called from the plan and the concerns\' declarations only', async (t) => {

@@ -77,33 +77,43 @@ function freezePlain<T> (value: T): T {
 }
 
 /**
+ * Runs `steps` over `config`: each slice compiled once, on its first read (a step reads any
+ * other slice through its `plan` argument, whatever the order, and the config and hash), then
+ * frozen. Throws on two steps of one slice, a slice named like the plan's own fields, and a
+ * step that reads itself through others (the chain named).
+ */
+export function compileSlices (config: GatewayConfig, hash: string, steps: typeof PLAN_STEPS): Record<string, unknown> {
+  const bySlice = new Map<string, (typeof PLAN_STEPS)[number]>()
+  for (const step of steps) {
+    if (step.slice === 'hash' || step.slice === 'config') throw new Error(`plan: a step may not compile a slice named ${step.slice} (the plan's own field)`)
+    if (bySlice.has(step.slice)) throw new Error(`plan: two steps compile the ${step.slice} slice`)
+    bySlice.set(step.slice, step)
+  }
+  const slices = new Map<string, unknown>()
+  const compiling: string[] = []
+  const reader = { hash, config }
+  const sliceOf = (name: string): unknown => {
+    if (slices.has(name)) return slices.get(name)
+    if (compiling.includes(name)) throw new Error(`plan: the ${name} slice reads itself (${[...compiling, name].join(' → ')})`)
+    compiling.push(name)
+    const value = freezePlain((bySlice.get(name) as (typeof PLAN_STEPS)[number]).compile(config, reader as GatewayPlan))
+    compiling.pop()
+    slices.set(name, value)
+    return value
+  }
+  for (const name of bySlice.keys()) Object.defineProperty(reader, name, { get: () => sliceOf(name), enumerable: true })
+  for (const name of bySlice.keys()) sliceOf(name)
+  return Object.fromEntries(slices)
+}
+
+/**
  * Pure: a validated config (loadConfig) in, its frozen plan out. `hash` is the config's hash when
  * the caller has it (loadConfig computed it); it is computed otherwise.
  */
 export function compilePlan (config: GatewayConfig, hash: string = configHash(config)): GatewayPlan {
-  const steps = new Map<string, (typeof PLAN_STEPS)[number]>()
-  for (const step of PLAN_STEPS) {
-    if (steps.has(step.slice)) throw new Error(`plan: two steps compile the ${step.slice} slice`)
-    steps.set(step.slice, step)
-  }
-  // Each slice is compiled on its first read, so a step may read any other, whatever the order.
-  const slices = new Map<string, unknown>()
-  const compiling = new Set<string>()
-  const reader = {}
-  const sliceOf = (name: string): unknown => {
-    if (slices.has(name)) return slices.get(name)
-    if (compiling.has(name)) throw new Error(`plan: the ${name} slice reads itself (${[...compiling].join(' → ')} → ${name})`)
-    compiling.add(name)
-    const step = steps.get(name) as (typeof PLAN_STEPS)[number]
-    const value = freezePlain(step.compile(config, reader as GatewayPlan))
-    compiling.delete(name)
-    slices.set(name, value)
-    return value
-  }
-  for (const name of steps.keys()) Object.defineProperty(reader, name, { get: () => sliceOf(name), enumerable: true })
-  for (const name of steps.keys()) sliceOf(name)
+  const slices = compileSlices(config, hash, PLAN_STEPS)
   // The config is loadConfig's, deep-frozen already (one built by hand is left as its owner made it).
-  const plan = Object.freeze({ hash, config, ...Object.fromEntries(slices) }) as GatewayPlan
+  const plan = Object.freeze({ hash, config, ...slices }) as GatewayPlan
   if (compiled.hasSubscribers) compiled.publish({ hash, plan } satisfies PlanCompiledMessage)
   return plan
 }
