@@ -4,9 +4,9 @@
 // drives the config checks, the plan's compile and the hooks alike: a new concern is its folder
 // and one line there.
 //
-// A declaration imports only what its checks and its compile need; its plugin's module is
-// imported when a gateway is built (`plugin` is async), so loading a config (the CLI, `check`)
-// never loads the request path.
+// A declaration imports what its checks and its compile need; its plugin's module is imported
+// when a gateway is built (`plugin` is async), so loading a config (the CLI, `check`) does not
+// load the pools, the HTTP client or the hooks.
 import type { ConfigCheck } from '../config/cross-check.js'
 import type { GatewayConfig } from '../config/types.js'
 import type { AddedRoute } from '../routes/compile.js'
