@@ -204,8 +204,6 @@ export interface AdmissionChecks {
 }
 
 /** Pure (the plan's admission slice): what gateway.yaml declares; throws on an invalid content-policy pattern. */
-export { checkAdmission } from './check.js'
-
 export function compileAdmission (config: Pick<GatewayConfig, 'routes' | 'models'>): AdmissionChecks {
   const routes = new Map<string, RouteChecks>()
   config.routes.forEach((r, i) => {

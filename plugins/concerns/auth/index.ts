@@ -7,7 +7,7 @@ import type { Clock } from '../../foundation/store/clock.js'
 import type { Store } from '../../foundation/store/types.js'
 import { extractKey, type KeyHeaderRules } from './key-headers.js'
 
-export { compileKeyHeaders, type KeyHeaderRules } from './key-headers.js'
+export type { KeyHeaderRules } from './key-headers.js'
 export { DEFAULT_KEY_CACHE_MAX, DEFAULT_KEY_CACHE_TTL_MS, KeyCache } from './key-cache.js'
 export type { CachedKey, KeyCacheOptions } from './key-cache.js'
 export { watchKeyChanges, type KeyChangeWatcher } from './change-watcher.js'

@@ -15,9 +15,6 @@ import { listingRoutes, type ListingRoute } from './compile.js'
 import { modelList, oneModel } from './formats.js'
 import type { CompiledModel } from '../../foundation/shapes/index.js'
 
-export { checkListings } from './check.js'
-export { compileListingRoutes } from './compile.js'
-
 export interface ListingsDeps {
   /** The plan's routes slice (the listing plans and the operations each family's routes serve). */
   routes: CompiledRoutes

@@ -9,9 +9,6 @@ import type { RoutePlan } from '../../foundation/routes/compile.js'
 export type { CompiledModel } from '../../foundation/shapes/index.js'
 
 export { compileModels, compileModelTable, effectiveStatus, modelCatalogue, type ModelCatalogue, type ModelTable } from './catalogue.js'
-export { checkAliases } from './aliases.js'
-export { modelFactWarnings } from './facts-check.js'
-export { checkModelMeters } from './meter-check.js'
 
 /** How long an instance trusts what it read of the stored model statuses: a publish, pause or retire reaches every instance within this. */
 export const MODEL_STATUS_CACHE_MS = 1000

@@ -4,13 +4,15 @@ import { passthrough, type TranslatorFor } from '../metering/index.js'
 import type { ModelCatalogue } from '../models/catalogue.js'
 import type { GatewayPlugin } from '../../foundation/pipeline/plugin.js'
 import { forward, type ForwardDeps } from './forward-phase.js'
-import { openUpstreams, type UpstreamPlan, type Upstreams } from './providers.js'
+import type { UpstreamPlan } from './plan.js'
+import { openUpstreams, type Upstreams } from './providers.js'
 import type { UpstreamView } from './view.js'
 
 export { createStatusReader, type StatusReader } from './status-reader.js'
 export { createUpstreamView, upstreamAdminRoutes, type UpstreamView, type UpstreamStatus } from './view.js'
 
-export { compileUpstreamPlan, openUpstreams, type UpstreamPlan, type Upstreams } from './providers.js'
+export type { UpstreamPlan } from './plan.js'
+export { openUpstreams, type Upstreams } from './providers.js'
 
 /** The upstream concern's slice of the gateway's plan. */
 export interface UpstreamPlanSlice {

@@ -2,8 +2,6 @@ import { Agent, Pool, type Dispatcher } from 'undici'
 import { MemberHealth, type MemberHealthView } from './health.js'
 import type { ProviderSettings, UpstreamPlan } from './plan.js'
 
-export { compileUpstreamPlan, type ProviderSettings, type UpstreamPlan } from './plan.js'
-
 /** A provider as the open upstreams hold it: its settings and its breaker. */
 export interface CompiledProvider extends ProviderSettings {
   /** Circuit breaker state of this provider (mutable; shared by every pool it is a member of). */

@@ -5,7 +5,6 @@ export {
 export type { OperationBounds, ParamPath } from '../shapes/index.js'
 export { builtinOperations, builtinOperationsFile, builtinOperationsRaw } from '../config/index.js'
 export { checkBillableParameters, jobUnits, paramValue, type ParameterRange } from './billable-parameters.js'
-export { checkOperations } from './check.js'
 export { operationsPlugin } from './plugin.js'
 export { compileOperationFeatures, type CompiledFeature, type FeatureReport, type OperationFeatures } from './feature-compile.js'
 export { detectFeatures, modelFeatureRefusal, queryPairs, type FeatureStance, type FeatureUse, type ModelFeatures } from './features.js'
