@@ -8,7 +8,7 @@ import type { Upstreams } from './providers.js'
 import type { UpstreamView } from './view.js'
 
 /** What the upstream plugin is built from: the plan's upstream slice, the open pools, each operation's translator. */
-interface UpstreamParts {
+export interface UpstreamParts {
   readonly plan: { readonly config: Pick<GatewayConfig, 'server'>, readonly catalogue: Catalogue, readonly upstream: UpstreamPlan }
   readonly models: ModelCatalogue
   readonly upstreams: Upstreams
