@@ -70,7 +70,9 @@ function rank (file) {
 
 // Run with the files when nothing is chosen, or when named (`node test/run.mjs typecheck`).
 const CHECKS = [
-  ['typecheck: tsc -p tsconfig.json --noEmit finds no error', 'node_modules/typescript/bin/tsc', ['-p', 'tsconfig.json', '--noEmit']],
+  // --declaration: the build emits the package's .d.ts, and a type it cannot name there fails
+  // `npm ci`'s prepare (TS4023, 2026-11-27), which a plain --noEmit does not report.
+  ['typecheck: tsc -p tsconfig.json --noEmit --declaration finds no error', 'node_modules/typescript/bin/tsc', ['-p', 'tsconfig.json', '--noEmit', '--declaration']],
   ['lint: eslint . finds no problem', 'node_modules/eslint/bin/eslint.js', ['.']]
 ].filter(([name]) => parts.length === 0 || parts.some((p) => name.startsWith(p)))
 
