@@ -315,7 +315,7 @@ db.close()
   })
   await new Promise((resolve) => worker.once('message', resolve))
   const started = Date.now()
-  t.same(runSqliteMigrations(db, sqliteMigrations, clock), [], 'the other process applied 017; this one waited and found nothing to do')
+  t.same(runSqliteMigrations(db, sqliteMigrations.filter((m) => m.version <= LAYOUT), clock), [], 'the other process applied 017; this one waited and found nothing to do')
   t.ok(Date.now() - started >= 250, 'it waited on busy_timeout for the lock')
   t.equal(Number(db.pragma('foreign_keys', { simple: true })), 1, 'foreign keys on again')
   await exited

@@ -155,15 +155,18 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
   const holdById = db.prepare<[string], HoldRow>(
     'SELECT id, account_id, amount, status, request_id, expires_at, cap_key_id, cap_day, cap_image_day, cap_images FROM holds WHERE id = ?'
   )
-  const closeHold = db.prepare<{ id: string, status: string, now: number, used: bigint | null, overage: bigint | null, unrecovered: bigint | null }>(
-    `UPDATE holds SET status = @status, settled_at = @now, posted_amount = @used, overage = @overage, unrecovered = @unrecovered
-     WHERE id = @id AND status = 'open'`
+  // The closes bind by position: a named parameter costs better-sqlite3 a property lookup by
+  // name on the object (and a check that it is its own), an array element does not.
+  type Closing = [status: string, now: number, used: bigint | null, overage: bigint | null, unrecovered: bigint | null, id: string]
+  const closeHold = db.prepare<Closing>(
+    `UPDATE holds SET status = ?, settled_at = ?, posted_amount = ?, overage = ?, unrecovered = ?
+     WHERE id = ? AND status = 'open'`
   )
   // The close of a hold this process opened, decided from the row as it was written: it changes
   // the hold only if it is still open with that expiry (see `opened`).
-  const closeOpened = db.prepare<{ id: string, status: string, now: number, used: bigint | null, overage: bigint | null, unrecovered: bigint | null, expires: bigint }>(
-    `UPDATE holds SET status = @status, settled_at = @now, posted_amount = @used, overage = @overage, unrecovered = @unrecovered
-     WHERE id = @id AND status = 'open' AND expires_at = @expires`
+  const closeOpened = db.prepare<[...Closing, expires: bigint]>(
+    `UPDATE holds SET status = ?, settled_at = ?, posted_amount = ?, overage = ?, unrecovered = ?
+     WHERE id = ? AND status = 'open' AND expires_at = ?`
   )
   const moveHeld = db.prepare<[bigint, bigint, number, string]>(
     'UPDATE wallets SET held = held - ?, balance = balance - ?, updated_at = ? WHERE account_id = ?'
@@ -329,18 +332,11 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     }
     const used = posted < row.amount ? posted : row.amount
     const overage = posted - used
-    // One parameter object for either statement (better-sqlite3 ignores the unused `expires`).
-    const closing = {
-      id: holdId,
-      status,
-      now,
-      used: status === 'posted' ? used : null,
-      overage: overage > 0n ? overage : null,
-      unrecovered: unrecovered > 0n ? unrecovered : null,
-      expires: row.expires_at,
-    }
-    if (mine === undefined) closeHold.run(closing)
-    else if (closeOpened.run(closing).changes === 0) {
+    const usedOrNull = status === 'posted' ? used : null
+    const overageOrNull = overage > 0n ? overage : null
+    const unrecoveredOrNull = unrecovered > 0n ? unrecovered : null
+    if (mine === undefined) closeHold.run(status, now, usedOrNull, overageOrNull, unrecoveredOrNull, holdId)
+    else if (closeOpened.run(status, now, usedOrNull, overageOrNull, unrecoveredOrNull, holdId, row.expires_at).changes === 0) {
       // Not as this process wrote it: decide again from the table.
       return close(wallets, holdId, amount, requestId, note, now)
     }
@@ -362,7 +358,7 @@ export function createSqliteLedgerStore (db: Database, ctx: StoreContext): Ledge
     for (const [id, row] of opened) if (row.expires_at <= BigInt(now)) opened.delete(id)
     const due = dueHolds.all(now)
     for (const row of due) {
-      closeHold.run({ id: row.id, status: 'expired', now, used: null, overage: null, unrecovered: null })
+      closeHold.run('expired', now, null, null, null, row.id)
       moveHeld.run(row.amount, 0n, now, row.account_id)
       unreserve({ ...row, status: 'expired' }, 0n)
     }
