@@ -15,7 +15,7 @@ import type { GatewayPlugin } from '../../foundation/pipeline/plugin.js'
 import { formatAccepted, sniffFormat } from './magic.js'
 import { ContentPolicy } from './policy.js'
 import { judgeText, largestInline, videoInputs } from './scan.js'
-import type { CompiledModel, ParsedBody } from '../../foundation/shapes/index.js'
+import type { CompiledModel, ParamPath, ParsedBody } from '../../foundation/shapes/index.js'
 
 export { sniffFormat, FORMAT_NAMES, type MediaFormat } from './magic.js'
 
@@ -161,8 +161,9 @@ function checkParameter (p: ParameterCheck, body: ParsedBody): void {
 /** The output the request asks for: its largest max-token parameter, lowered to the model's cap where the gateway lowers it. */
 function requestedOutput (ctx: RequestContext, model: CompiledModel, body: ParsedBody): number {
   let asked = 0
-  for (const path of ctx.plan.op.bounds.maxTokens) {
-    const v = paramValue(body, path)
+  const paths = ctx.plan.op.bounds.maxTokens
+  for (let i = 0; i < paths.length; i++) {
+    const v = paramValue(body, paths[i] as ParamPath)
     const n = typeof v === 'string' ? Number(v) : v
     if (typeof n === 'number' && Number.isSafeInteger(n) && n > asked) asked = n
   }
@@ -180,7 +181,7 @@ function checkModel (c: ModelChecks, ctx: RequestContext, model: CompiledModel, 
       throw gatewayError('MODEL_SERVICE_TIER_UNAVAILABLE', { param: 'service_tier' })
     }
   }
-  for (const p of c.parameters) checkParameter(p, body)
+  for (let i = 0; i < c.parameters.length; i++) checkParameter(c.parameters[i] as typeof c.parameters[number], body)
   if (c.contextWindow !== undefined) {
     const input = tokensFromChars(requestChars(body.kind === 'json' ? { json: body.json } : { multipartFields: body.summary.fields }))
     const total = input + requestedOutput(ctx, model, body)

@@ -133,7 +133,7 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
   const res = reply.raw
   const primary = ctx.model
   const wholeAnswer = GENERATES.has(ctx.plan.op.meter.kind) && !answersAsStream(ctx)
-  const candidates: Array<string | null> = primary ? [primary.id, ...primary.fallbacks] : [null]
+  const candidates: Array<string | null> = primary ? [primary.id].concat(primary.fallbacks) : [null]
   // One per request: the operation does not change with the fallback model.
   const translator = deps.translatorFor(ctx.plan.op)
   let lastError: GatewayError | null = null

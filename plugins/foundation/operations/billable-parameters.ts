@@ -30,9 +30,10 @@ export function paramValue (body: ParsedBody | undefined, path: ParamPath): unkn
   if (body === undefined) return undefined
   if (body.kind === 'multipart') return path.keys.length === 1 ? body.summary.fields[path.name] : undefined
   let v: unknown = body.json
-  for (const key of path.keys) {
+  const keys = path.keys
+  for (let i = 0; i < keys.length; i++) {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined
-    v = (v as Record<string, unknown>)[key]
+    v = (v as Record<string, unknown>)[keys[i] as string]
   }
   return v
 }
@@ -69,7 +70,9 @@ function positiveInteger (body: ParsedBody | undefined, path: ParamPath): number
  */
 export function jobUnits (op: Pick<CompiledOperation, 'bounds'>, body: ParsedBody | undefined): number {
   let units = 1
-  for (const unit of op.bounds.jobUnits) {
+  const all = op.bounds.jobUnits
+  for (let i = 0; i < all.length; i++) {
+    const unit = all[i] as typeof all[number]
     checkFormField(body, unit.path)
     const v = paramValue(body, unit.path)
     const n = v === undefined || v === null ? unit.default : typeof v === 'string' && DIGITS.test(v) ? Number(v) : v
@@ -87,13 +90,15 @@ export function jobUnits (op: Pick<CompiledOperation, 'bounds'>, body: ParsedBod
  */
 export function checkBillableParameters (op: CompiledOperation, model: ParameterRange, body: ParsedBody | undefined): void {
   const { maxTokens, count, countIsImages } = op.bounds
-  for (const path of maxTokens) {
+  for (let i = 0; i < maxTokens.length; i++) {
+    const path = maxTokens[i] as ParamPath
     const n = positiveInteger(body, path)
     if (n !== undefined && model.maxOutputTokens !== undefined && n > model.maxOutputTokens) {
       throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param: path.name, detail: `"${path.name}" is above this model's limit of ${model.maxOutputTokens}.` })
     }
   }
-  for (const path of count) {
+  for (let i = 0; i < count.length; i++) {
+    const path = count[i] as ParamPath
     const n = positiveInteger(body, path)
     if (n !== undefined && countIsImages && n > model.maxImages) {
       throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param: path.name, detail: `"${path.name}" is above this model's limit of ${model.maxImages} images.` })

@@ -64,7 +64,8 @@ function partsParam (ctx: RequestContext): string {
 export function inputPasses (uses: readonly FeatureUse[], media: ReferencedMedia): number | undefined {
   let passes = unboundedMedia(media) > 0 ? 1 : 0
   let loops = 0
-  for (const use of uses) {
+  for (let i = 0; i < uses.length; i++) {
+    const use = uses[i] as FeatureUse
     if (!readsUncountedInput(use)) continue
     passes = 1
     if (use.feature.input === 'context_window_per_use') loops += use.uses

@@ -101,7 +101,7 @@ function entryUses (feature: CompiledFeature, entry: Record<string, unknown>, pa
  */
 export function entryMark (entry: Record<string, unknown>, keys: readonly string[]): MatchValue | undefined {
   let v: unknown = entry
-  for (const key of keys) v = isRecord(v) ? v[key] : undefined
+  for (let i = 0; i < keys.length; i++) v = isRecord(v) ? v[keys[i] as string] : undefined
   return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : undefined
 }
 
@@ -141,15 +141,17 @@ export function detectFeatures (op: OperationFeatures, body: ParsedBody | undefi
       if (allowed !== undefined && !allowed.has(value)) {
         throw gatewayError('MODEL_PARAMETER_UNSUPPORTED', { param: name, detail: `Query parameter "${name}" ${shown(value)} would make the answer one the gateway cannot meter.` })
       }
-      for (const q of op.queries) {
+      for (let i = 0; i < op.queries.length; i++) {
+        const q = op.queries[i] as typeof op.queries[number]
         if (q.name === name && (q.values === null || q.values.has(value))) record(found, q.feature, name, q.feature.uses?.default ?? 1)
       }
     }
   }
   if (body !== undefined) {
     const multipart = body.kind === 'multipart'
-    for (const scan of op.lists) scanList(scan, body, found)
-    for (const p of op.params) {
+    for (let i = 0; i < op.lists.length; i++) scanList(op.lists[i] as ListScan, body, found)
+    for (let i = 0; i < op.params.length; i++) {
+      const p = op.params[i] as typeof op.params[number]
       const v = paramValue(body, p.path)
       if (v === undefined || v === null) continue
       if (p.values !== null && !p.values.has(v as MatchValue)) continue

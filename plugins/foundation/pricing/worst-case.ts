@@ -96,18 +96,21 @@ function positiveInt (v: unknown): number | undefined {
 }
 
 function valueAt (input: WorstCaseInput, path: ParamPath): unknown {
-  const [first, ...rest] = path.keys
+  const keys = path.keys
+  const first = keys[0]
   if (first === undefined) return undefined
-  let v: unknown = input.json?.[first] ?? (rest.length === 0 ? input.multipart?.fields[first] : undefined)
-  for (const key of rest) v = v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined
+  let v: unknown = input.json?.[first] ?? (keys.length === 1 ? input.multipart?.fields[first] : undefined)
+  for (let i = 1; i < keys.length; i++) {
+    v = v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[keys[i] as string] : undefined
+  }
   return v
 }
 
 /** The largest valid positive integer among `paths`, or undefined when none is given. */
 function largest (input: WorstCaseInput, paths: readonly ParamPath[]): number | undefined {
   let best: number | undefined
-  for (const path of paths) {
-    const v = positiveInt(valueAt(input, path))
+  for (let i = 0; i < paths.length; i++) {
+    const v = positiveInt(valueAt(input, paths[i] as ParamPath))
     if (v !== undefined && (best === undefined || v > best)) best = v
   }
   return best
