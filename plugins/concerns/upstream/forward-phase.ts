@@ -133,7 +133,8 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
   const res = reply.raw
   const primary = ctx.model
   const wholeAnswer = GENERATES.has(ctx.plan.op.meter.kind) && !answersAsStream(ctx)
-  const candidates: Array<string | null> = primary ? [primary.id].concat(primary.fallbacks) : [null]
+  const candidates: Array<string | null> = [primary ? primary.id : null]
+  if (primary) for (let i = 0; i < primary.fallbacks.length; i++) candidates.push(primary.fallbacks[i] as string)
   // One per request: the operation does not change with the fallback model.
   const translator = deps.translatorFor(ctx.plan.op)
   let lastError: GatewayError | null = null
