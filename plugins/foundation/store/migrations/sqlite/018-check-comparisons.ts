@@ -5,7 +5,7 @@ import type { Migration } from '../../migrate.js'
 // filled, searched and dropped), and a CHECK runs on every insert and on every update that sets
 // its column. A billed request inserts a hold, closes it and inserts its charge entry: three
 // such B-trees per request (a key with caps adds one per key_usage row it reserves in, two or
-// three), 56,000 of the gateway's CPU instructions per request outside V8's compiler (970,000
+// three), 55,000 of the gateway's CPU instructions per request outside V8's compiler (970,000
 // before, 915,000 after; callgrind, chat JSON at 4 connections), most of it zeroing their
 // pages. An insert and an update of one row took 6.0 µs against 2.8 µs (a table of 100,000
 // rows, in memory). Written as comparisons joined by OR, the same CHECK is a few comparisons in
