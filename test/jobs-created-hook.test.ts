@@ -7,7 +7,7 @@
 // answer a create whose hook throws all the same: the job keeps its hold and is billed once.
 import pg from 'pg'
 import t from 'tap'
-import { ledgerState } from './helpers/billing.js'
+import { ledgerState, settledRow } from './helpers/billing.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { createVideo, rawGet, settledLedger } from './helpers/jobs.js'
 import { TEST_DATABASE_URL } from './helpers/store.js'
@@ -34,12 +34,16 @@ t.test('a job create whose created hook fails is answered, keeps its hold and is
   t.equal((await gw.services.store.jobs.getOwned(job.id, gw.account.id))?.state, 'pending')
 
   let status = ''
+  let lastPoll = ''
   for (let i = 0; i < 10 && status !== 'completed'; i++) {
     const poll = await rawGet(gw, `/v1/videos/${job.id}`, gw.auth)
     t.equal(poll.status, 200)
     status = (JSON.parse(poll.body) as { status: string }).status
+    lastPoll = String(poll.headers['x-request-id'])
   }
   t.equal(status, 'completed', 'the job completed')
+  // The completing poll posts the job in its settle, after its answer: wait for its log row.
+  await settledRow(gw, lastPoll)
   const after = await settledLedger(gw)
   t.equal(after.openHolds, 0, 'its hold is closed')
   t.equal(after.charges.length, before.charges.length + 1, 'the job is charged once')
