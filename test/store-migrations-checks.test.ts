@@ -5,35 +5,23 @@
 // exactly what the old ones accepted (any string, by property); the tables still refuse a bad
 // status or kind; and the statements a billed request runs build no temporary B-tree any more
 // (they did at 017, so that assertion can fail).
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import fc from 'fast-check'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { openStore } from '../plugins/foundation/store/index.js'
-import { sqliteMigrations } from '../plugins/foundation/store/migrations/sqlite/index.js'
-import { createSqliteAccountStore } from '../plugins/foundation/store/sqlite/sqlite-accounts.js'
 import type { HoldCaps } from '../plugins/foundation/store/ledger/index.js'
 import { createSqliteLedgerStore } from '../plugins/foundation/store/ledger/sqlite-ledger.js'
+import { sqliteMigrations } from '../plugins/foundation/store/migrations/sqlite/index.js'
+import { createSqliteAccountStore } from '../plugins/foundation/store/sqlite/sqlite-accounts.js'
 import { runSqliteMigrations } from '../plugins/foundation/store/sqlite/sqlite-migrate.js'
 import { connectSqlite } from '../plugins/foundation/store/sqlite/sqlite-store.js'
-import { randomIds } from '../plugins/foundation/store/index.js'
-import { randomBytes } from 'node:crypto'
+import { storeContext, tableRows, tempDir } from './helpers/sqlite-migrations.js'
 import { ManualClock, TEST_SECRET } from './helpers/store.js'
 
 const UNIT = 1_000_000_000n
 const CHECKS = 18
 const before = sqliteMigrations.filter((m) => m.version < CHECKS)
-
-function tempDir (t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-checks-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
-
-const tableRows = (db: Database.Database, table: string, key: string): unknown[] =>
-  db.prepare(`SELECT * FROM ${table} ORDER BY ${key}`).all()
 
 const schemaSql = (db: Database.Database): Array<{ name: string, sql: string | null }> =>
   db.prepare<[], { name: string, sql: string | null }>("SELECT name, sql FROM sqlite_master WHERE name <> 'sqlite_stat1' ORDER BY name").all()
@@ -70,9 +58,9 @@ function ephemeralTables (db: Database.Database): Record<string, number> {
 }
 
 t.test('018 keeps every row written at 017, rewrites the three CHECKs only, and a billed request builds no temporary B-tree', async (t) => {
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'gw-checks-')
   const clock = new ManualClock('2026-06-01T00:00:00.000Z')
-  const ctx = { clock, ids: randomIds, random: randomBytes, secret: TEST_SECRET, defaultTier: 'free', publish: async () => {} }
+  const ctx = storeContext(clock)
 
   const old = connectSqlite(join(dir, 'gateway.db'))
   runSqliteMigrations(old, before, clock)

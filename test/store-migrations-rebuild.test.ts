@@ -3,16 +3,12 @@
 // through the store, the open holds still settle, the triggers still refuse; the runner's
 // foreign key handling for migrations that rebuild tables (off around the transaction, checked
 // before the commit, back on after, the busy wait of a second process kept).
-import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import Database from 'better-sqlite3'
-import t, { type Test } from 'tap'
-import { type Migration, openStore, randomIds } from '../plugins/foundation/store/index.js'
-import type { StoreContext } from '../plugins/foundation/store/context.js'
+import t from 'tap'
+import { type Migration, openStore } from '../plugins/foundation/store/index.js'
 import type { HoldCaps } from '../plugins/foundation/store/ledger/index.js'
 import { createSqliteLedgerStore } from '../plugins/foundation/store/ledger/sqlite-ledger.js'
 import { migrationChecksum } from '../plugins/foundation/store/migrate.js'
@@ -22,6 +18,7 @@ import type { RequestLogRow } from '../plugins/foundation/store/request-log/type
 import { createSqliteAccountStore } from '../plugins/foundation/store/sqlite/sqlite-accounts.js'
 import { runSqliteMigrations } from '../plugins/foundation/store/sqlite/sqlite-migrate.js'
 import { connectSqlite } from '../plugins/foundation/store/sqlite/sqlite-store.js'
+import { storeContext, tableRows, tempDir } from './helpers/sqlite-migrations.js'
 import { ManualClock, TEST_SECRET } from './helpers/store.js'
 
 const UNIT = 1_000_000_000n
@@ -31,12 +28,6 @@ const before = sqliteMigrations.filter((m) => m.version < LAYOUT)
 /** A database file opened the way the store opens it. */
 function openFile (dir: string): Database.Database {
   return connectSqlite(join(dir, 'gateway.db'))
-}
-
-function tempDir (t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-rebuild-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
 }
 
 function logRow (requestId: string, createdAt: Date, fields: Partial<RequestLogRow> = {}): RequestLogRow {
@@ -70,17 +61,14 @@ function logRow (requestId: string, createdAt: Date, fields: Partial<RequestLogR
   }
 }
 
-const tableRows = (db: Database.Database, table: string, key: string): unknown[] =>
-  db.prepare(`SELECT * FROM ${table} ORDER BY ${key}`).all()
-
 /** Every schema object's SQL, by name (the autoindexes have none). */
 const schemaOf = (db: Database.Database): unknown[] =>
   db.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name <> 'sqlite_stat1' ORDER BY name").all()
 
 t.test('017 keeps every row written at 016, and the store goes on with them', async (t) => {
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'gw-rebuild-')
   const clock = new ManualClock('2026-06-01T00:00:00.000Z')
-  const ctx: StoreContext = { clock, ids: randomIds, random: randomBytes, secret: TEST_SECRET, defaultTier: 'free', publish: async () => {} }
+  const ctx = storeContext(clock)
   const caps: HoldCaps = { keyId: 'key_capped', timezone: 'UTC', quota: 100n * UNIT, dailySpendCap: 10n * UNIT, monthlySpendCap: null, dailyImageCap: null, images: 0 }
 
   // The database as the code at 016 wrote it: the same account, ledger and request log code,
@@ -202,11 +190,11 @@ t.test('017 keeps every row written at 016, and the store goes on with them', as
 
 t.test('a database upgraded to 017 has the schema of one created at 017', async (t) => {
   const clock = new ManualClock()
-  const upgraded = new Database(join(tempDir(t), 'gateway.db'))
+  const upgraded = new Database(join(tempDir(t, 'gw-rebuild-'), 'gateway.db'))
   t.teardown(() => upgraded.close())
   runSqliteMigrations(upgraded, before, clock)
   runSqliteMigrations(upgraded, sqliteMigrations, clock)
-  const fresh = new Database(join(tempDir(t), 'gateway.db'))
+  const fresh = new Database(join(tempDir(t, 'gw-rebuild-'), 'gateway.db'))
   t.teardown(() => fresh.close())
   runSqliteMigrations(fresh, sqliteMigrations, clock)
   t.same(schemaOf(upgraded), schemaOf(fresh))
@@ -226,7 +214,7 @@ ALTER TABLE holds_new RENAME TO holds;
 })
 
 t.test('the runner: a rebuild that leaves a reference dangling fails and rolls back whole', async (t) => {
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'gw-rebuild-')
   const store = await openStore({ dataDir: dir, secret: TEST_SECRET })
   t.teardown(() => store.close())
   if (store.backend.kind !== 'sqlite') throw new Error('expected sqlite')
@@ -272,7 +260,7 @@ t.test('the runner: a rebuild that leaves a reference dangling fails and rolls b
 })
 
 t.test('the runner: a second process that holds the write lock is waited for, and may apply the rebuild first', async (t) => {
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'gw-rebuild-')
   const clock = new ManualClock()
   const db = openFile(dir)
   t.teardown(() => db.close())
