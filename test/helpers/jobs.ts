@@ -7,7 +7,7 @@ import { createJobs, type Jobs } from '../../plugins/concerns/jobs/index.js'
 import { createStatusReader, openUpstreams } from '../../plugins/concerns/upstream/index.js'
 import { createWallet } from '../../plugins/concerns/wallet/index.js'
 import type { TestGateway } from './gateway.js'
-import { ledgerState, type LedgerState } from './billing.js'
+import { ledgerState, settledRow, type LedgerState } from './billing.js'
 import { writeTestConfig, type TestConfig } from './test-config.js'
 
 /**
@@ -62,9 +62,14 @@ export async function rawGet (gw: TestGateway, path: string, headers: Record<str
   })
 }
 
-/** Ledger state once every request log row is written (settlements of finished requests done). */
-export async function settledLedger (gw: TestGateway): Promise<LedgerState> {
+/**
+ * Ledger state once the request `requestId` settled: a request settles after its answer is sent,
+ * and its request log row is written once its settle ended, so this waits for that row. Without
+ * an id it only flushes the rows already queued, which says nothing of a settle still running.
+ */
+export async function settledLedger (gw: TestGateway, requestId?: string): Promise<LedgerState> {
   await gw.app.ready()
-  await gw.services.requestLog.flush()
+  if (requestId === undefined) await gw.services.requestLog.flush()
+  else await settledRow(gw, requestId)
   return await ledgerState(gw)
 }
