@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import type { OperationConfig } from './types.js'
+import { oneByteStrings } from './one-byte.js'
 import { sectionValidator } from './validate.js'
 
 /** config/operations.yaml of the package, found from this file in source (tsx) and in dist/. */
@@ -28,7 +29,8 @@ let cached: Readonly<Record<string, unknown>> | undefined
  */
 export function builtinOperationsRaw (): Record<string, unknown> {
   if (cached === undefined) {
-    const parsed: unknown = parse(readFileSync(builtinOperationsFile(), 'utf8'))
+    // mapAsMap: its keys become property names only as one-byte strings (one-byte.ts).
+    const parsed: unknown = oneByteStrings(parse(readFileSync(builtinOperationsFile(), 'utf8'), { mapAsMap: true }))
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('config/operations.yaml must be a mapping of operation names')
     cached = parsed as Record<string, unknown>
   }

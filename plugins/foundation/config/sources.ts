@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
 import { expandDocumentEnv, type Env, type EnvUse } from './expand-env.js'
+import { oneByte, oneByteStrings } from './one-byte.js'
 import { formatPath, type ConfigProblem, type PathProblem, type PathSegment } from './problem.js'
 
 export interface SourceFile {
@@ -74,9 +75,10 @@ function readFile (sources: Sources, file: string, env: Env, chain: string[], or
     sources.problems.push(locate(source, { path: [], message: 'the file must be a mapping of top-level keys' }))
     return
   }
-  const data = doc.toJS() as Record<string, unknown>
+  // mapAsMap: no key of the file becomes a property name before it is a one-byte string (one-byte.ts).
+  const data = oneByteStrings(doc.toJS({ mapAsMap: true })) as Record<string, unknown>
   for (const pair of contents.items) {
-    const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key)
+    const key = oneByte(isScalar(pair.key) ? String(pair.key.value) : String(pair.key))
     if (key === 'include') continue
     const owner = sources.owners.get(key)
     if (owner !== undefined) {
