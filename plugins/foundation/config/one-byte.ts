@@ -3,8 +3,9 @@
 // decoded into a two-byte string, and every scalar the parser takes from it is a two-byte string
 // too, whatever its own characters. The plan keeps those strings for the life of the process and
 // requests copy them into headers and bodies, where each socket write flattened them as two-byte
-// and converted them again: 5.2 k instructions per chat JSON request (callgrind, one connection),
-// 3.8 k once they are one-byte (BENCHMARKS.md, 2026-11-27). The copy is made once per load.
+// and converted them again: flattening and copying strings took 8.8 k instructions per chat JSON
+// request (callgrind, one connection), 7.2 k once they are one-byte (BENCHMARKS.md, 2026-11-27).
+// A small gain, but one no operator's file should cost. The copy is made once per load.
 //
 // The keys matter as much as the values: a string used as a property name is interned, and V8's
 // string table then hands that two-byte copy to every later use of the same name (code that
