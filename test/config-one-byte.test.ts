@@ -10,7 +10,7 @@ import { isDeepStrictEqual } from 'node:util'
 import { serialize } from 'node:v8'
 import fc from 'fast-check'
 import t from 'tap'
-import { parse } from 'yaml'
+import { parse, stringify } from 'yaml'
 import { loadConfig } from '../plugins/apps/gateway/config.js'
 import { compilePlan } from '../plugins/apps/gateway/plan.js'
 import { oneByteStrings } from '../plugins/foundation/config/one-byte.js'
@@ -56,8 +56,15 @@ t.test('oneByteStrings keeps every value: equal, shared parts shared, non-plain 
     fc.assert(fc.property(fc.jsonValue(), fc.string({ unit: 'binary' }), (value, text) =>
       isDeepStrictEqual(oneByteStrings(value), value) && oneByteStrings(text) === text), { numRuns: 500 })
   }, '500 JSON values and strings of any code points come back equal')
-  const read = oneByteStrings(new Map<unknown, unknown>([['a', 1], [2, 'b'], [true, [new Map([['c', 'd']])]]]))
-  t.same(read, { a: 1, 2: 'b', true: [{ c: 'd' }] }, 'a Map (YAML read with mapAsMap) becomes a plain object, keys named as YAML names them')
+  const keys = '~: a\n1: b\ntrue: c\n0x10: d\n"x": [{ e: f }]\n'
+  t.same(oneByteStrings(parse(keys, { mapAsMap: true })), parse(keys), 'a mapping read with mapAsMap: the plain object yaml\'s own toJS makes (null, number and boolean keys)')
+  t.same(oneByteStrings(parse('? [g]\n: h\n', { mapAsMap: true })), { '["g"]': 'h' }, 'a collection key is named by its JSON (yaml names it by its YAML text)')
+  t.doesNotThrow(() => {
+    fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (object) => {
+      const text = stringify(object)
+      return isDeepStrictEqual(oneByteStrings(parse(text, { mapAsMap: true })), parse(text))
+    }), { numRuns: 300 })
+  }, '300 mappings of any keys and values: the same object as yaml\'s own toJS')
   const shared = { id: 'x' }
   const cyclic: Record<string, unknown> = { shared, again: shared }
   cyclic.self = cyclic

@@ -31,6 +31,15 @@ export function oneByte (value: string): string {
   return ABOVE_LATIN1.test(value) ? value : Buffer.from(value, 'latin1').toString('latin1')
 }
 
+/**
+ * A YAML key's name on a plain object: null '' and a scalar its String(), as yaml's own toJS
+ * names them; a collection (`? [a]`, which yaml names by its YAML text) its JSON.
+ */
+function keyName (key: unknown): string {
+  if (key === null) return ''
+  return typeof key === 'object' ? JSON.stringify(key) : String(key)
+}
+
 function copy (value: unknown, seen: Map<object, unknown>): unknown {
   if (typeof value === 'string') return oneByte(value)
   if (value === null || typeof value !== 'object') return value
@@ -39,8 +48,7 @@ function copy (value: unknown, seen: Map<object, unknown>): unknown {
   if (value instanceof Map) {
     const out: Record<string, unknown> = {}
     seen.set(value, out)
-    // As YAML's own toJS names a key that is not a string (a number, a boolean): its String().
-    for (const [key, v] of value) out[oneByte(typeof key === 'string' ? key : String(key))] = copy(v, seen)
+    for (const [key, v] of value) out[oneByte(keyName(key))] = copy(v, seen)
     return out
   }
   if (Array.isArray(value)) {
