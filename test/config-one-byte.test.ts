@@ -59,12 +59,17 @@ t.test('oneByteStrings keeps every value: equal, shared parts shared, non-plain 
   const keys = '~: a\n1: b\ntrue: c\n0x10: d\n"x": [{ e: f }]\n'
   t.same(oneByteStrings(parse(keys, { mapAsMap: true })), parse(keys), 'a mapping read with mapAsMap: the plain object yaml\'s own toJS makes (null, number and boolean keys)')
   t.same(oneByteStrings(parse('? [g]\n: h\n', { mapAsMap: true })), { '["g"]': 'h' }, 'a collection key is named by its JSON (yaml names it by its YAML text)')
+  const proto = oneByteStrings(parse('__proto__: { polluted: true }\n', { mapAsMap: true })) as Record<string, unknown>
+  t.equal(Object.getPrototypeOf(proto), Object.prototype, 'a __proto__ key does not set the prototype')
+  t.ok(Object.hasOwn(proto, '__proto__'), 'it is an own property, as yaml\'s toJS makes it')
+  t.equal(proto.polluted, undefined, 'nothing is inherited from it')
+  t.same(Object.getOwnPropertyDescriptor(proto, '__proto__'), Object.getOwnPropertyDescriptor(parse('__proto__: { polluted: true }\n'), '__proto__'), 'the same property yaml\'s toJS makes')
   t.doesNotThrow(() => {
-    fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (object) => {
+    fc.assert(fc.property(fc.dictionary(fc.oneof(fc.string(), fc.constantFrom('__proto__', 'constructor', '', '~')), fc.jsonValue()), (object) => {
       const text = stringify(object)
       return isDeepStrictEqual(oneByteStrings(parse(text, { mapAsMap: true })), parse(text))
-    }), { numRuns: 300 })
-  }, '300 mappings of any keys and values: the same object as yaml\'s own toJS')
+    }), { numRuns: 1000 })
+  }, '1000 mappings of any keys and values: the same object as yaml\'s own toJS (__proto__, constructor and empty keys among them)')
   const shared = { id: 'x' }
   const cyclic: Record<string, unknown> = { shared, again: shared }
   cyclic.self = cyclic

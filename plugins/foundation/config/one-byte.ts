@@ -40,6 +40,12 @@ function keyName (key: unknown): string {
   return typeof key === 'object' ? JSON.stringify(key) : String(key)
 }
 
+/** `out[key] = value` as an own property: a `__proto__` key (as yaml's toJS and JSON.parse make it) must not set the prototype. */
+function setOwn (out: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true })
+  else out[key] = value
+}
+
 function copy (value: unknown, seen: Map<object, unknown>): unknown {
   if (typeof value === 'string') return oneByte(value)
   if (value === null || typeof value !== 'object') return value
@@ -48,7 +54,7 @@ function copy (value: unknown, seen: Map<object, unknown>): unknown {
   if (value instanceof Map) {
     const out: Record<string, unknown> = {}
     seen.set(value, out)
-    for (const [key, v] of value) out[oneByte(keyName(key))] = copy(v, seen)
+    for (const [key, v] of value) setOwn(out, oneByte(keyName(key)), copy(v, seen))
     return out
   }
   if (Array.isArray(value)) {
@@ -60,6 +66,6 @@ function copy (value: unknown, seen: Map<object, unknown>): unknown {
   if (Object.getPrototypeOf(value) !== Object.prototype) return value
   const out: Record<string, unknown> = {}
   seen.set(value, out)
-  for (const key of Object.keys(value)) out[key] = copy((value as Record<string, unknown>)[key], seen)
+  for (const key of Object.keys(value)) setOwn(out, key, copy((value as Record<string, unknown>)[key], seen))
   return out
 }
