@@ -7,9 +7,8 @@ import type { HoldResult, Store } from '../plugins/foundation/store/index.js'
 import { GroupCommit, createPgLedgerStore } from '../plugins/foundation/store/ledger/index.js'
 import type { ItemOutcome } from '../plugins/foundation/store/ledger/index.js'
 import { ledgerFacts } from './helpers/ledger.js'
-import { TEST_DATABASE_URL, pgTestBackend, randomSchemaName, sqliteTestBackend } from './helpers/store.js'
-import { randomIds, systemClock } from '../plugins/foundation/store/clock.js'
-import type { StoreContext } from '../plugins/foundation/store/context.js'
+import { TEST_DATABASE_URL, pgTestBackend, randomSchemaName, sqliteTestBackend, storeContext } from './helpers/store.js'
+import { systemClock } from '../plugins/foundation/store/clock.js'
 
 const CALLS = 2000
 const FITS = 500
@@ -178,16 +177,8 @@ t.test('PostgreSQL: a batch that fails fails every call in it', async (t) => {
   const schema = randomSchemaName()
   const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}`, max: 2 })
   t.teardown(() => pool.end())
-  const ctx: StoreContext = {
-    clock: systemClock,
-    ids: randomIds,
-    random: () => Buffer.alloc(0),
-    secret: 'unused',
-    defaultTier: 'free',
-    publish: async () => {},
-  }
   // No migrations ran in this schema: every statement fails.
-  const ledger = createPgLedgerStore(pool, ctx)
+  const ledger = createPgLedgerStore(pool, storeContext(systemClock))
   const calls = [
     ...Array.from({ length: 10 }, (_, i) =>
       ledger.hold({ accountId: `acct_${i}`, amount: 1n, floor: 0n, requestId: `r${i}`, ttlMs: 1000 })

@@ -16,8 +16,8 @@ import { sqliteMigrations } from '../plugins/foundation/store/migrations/sqlite/
 import { createSqliteAccountStore } from '../plugins/foundation/store/sqlite/sqlite-accounts.js'
 import { runSqliteMigrations } from '../plugins/foundation/store/sqlite/sqlite-migrate.js'
 import { connectSqlite } from '../plugins/foundation/store/sqlite/sqlite-store.js'
-import { storeContext, tableRows, tempDir } from './helpers/sqlite-migrations.js'
-import { ManualClock, TEST_SECRET } from './helpers/store.js'
+import { tableRows, tempDir } from './helpers/sqlite-migrations.js'
+import { ManualClock, storeContext, TEST_SECRET } from './helpers/store.js'
 
 const UNIT = 1_000_000_000n
 const CHECKS = 18

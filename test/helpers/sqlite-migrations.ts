@@ -1,15 +1,10 @@
 // What the SQLite migration tests share: a database directory removed after the test, a table's
-// rows in a fixed order, and the store context the store's SQLite parts are built with.
-import { randomBytes } from 'node:crypto'
+// rows in a fixed order.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import type { Test } from 'tap'
-import type { Clock } from '../../plugins/foundation/store/clock.js'
-import type { StoreContext } from '../../plugins/foundation/store/context.js'
-import { randomIds } from '../../plugins/foundation/store/index.js'
-import { TEST_SECRET } from './store.js'
 
 /** A temporary directory for a database file, removed when the test ends. */
 export function tempDir (t: Test, prefix: string): string {
@@ -21,7 +16,3 @@ export function tempDir (t: Test, prefix: string): string {
 /** Every row of `table`, every column, ordered by `key` (a column list). */
 export const tableRows = (db: Database.Database, table: string, key: string): unknown[] =>
   db.prepare(`SELECT * FROM ${table} ORDER BY ${key}`).all()
-
-/** The context the store's SQLite parts are built with, on `clock`. */
-export const storeContext = (clock: Clock): StoreContext =>
-  ({ clock, ids: randomIds, random: randomBytes, secret: TEST_SECRET, defaultTier: 'free', publish: async () => {} })

@@ -7,11 +7,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import type { Clock } from '../../plugins/foundation/store/clock.js'
-import { type OpenStoreOptions, openStore } from '../../plugins/foundation/store/index.js'
+import type { StoreContext } from '../../plugins/foundation/store/context.js'
+import { type OpenStoreOptions, openStore, randomIds } from '../../plugins/foundation/store/index.js'
 import type { Account, Store } from '../../plugins/foundation/store/types.js'
 
 export const TEST_DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const TEST_SECRET = 'test-secret-0123456789-abcdefghijklmnop'
+
+/** The context a store part is built with outside openStore (a ledger or account store on its own connection), on `clock`. */
+export const storeContext = (clock: Clock): StoreContext =>
+  ({ clock, ids: randomIds, random: randomBytes, secret: TEST_SECRET, defaultTier: 'free', publish: async () => {} })
 
 export interface TestBackend {
   readonly name: 'sqlite' | 'pg'
