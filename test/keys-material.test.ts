@@ -1,6 +1,7 @@
 import { createHmac, hkdfSync } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { crc32 } from 'node:zlib'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import t from 'tap'
@@ -37,6 +38,28 @@ t.test('generated keys: sk- + 43 base62 + 6 checksum chars', async (t) => {
   t.match(generateKey(fixed(0)), /^sk-0{43}/)
   t.match(generateKey(fixed(255)), /^sk-[0-9A-Za-z]{49}$/, 'the largest secret still fits 43 chars')
   t.throws(() => generateKey(fixed(0).bind(null, 16)), RangeError, 'short random source refused')
+})
+
+t.test('the checksum is the CRC32 of the key before it, in 6 base62 digits: keys issued before still pass', async (t) => {
+  // Made by the BigInt version of the checksum (before 2026-11-27), from secrets of 0, 1, 7, 128 and 255 bytes.
+  const issued = [
+    'sk-00000000000000000000000000000000000000000003P9rQy',
+    'sk-0El6XFXwsUFD8J2vGxsaboW7rZYnQRBP5d9erwRwd292gjUVf',
+    'sk-1fJjkkpe9PiTw9KSulA8Ghct30vZz4HpdQ5c5b9cPF11UolH5',
+    'sk-UTFUe65YURP79K2F1cha4IKEbPq2a7XncpwNMfh2aQa0c3lww',
+    'sk-yhjskwdA6OZ1AL1YmHWZWm8LLG7HjnuCA2j5rOw8Xp10KxnhU'
+  ]
+  t.same([0, 1, 7, 128, 255].map((f) => generateKey(fixed(f))), issued, 'the same keys from the same secrets')
+  for (const key of issued) t.equal(keyKind(key), 'sk', `${key.slice(0, 8)}… still valid`)
+  // Any 43-character body: its key is valid with exactly the digits of the CRC32 written in base62.
+  const body = fc.array(fc.constantFrom(...BASE62), { minLength: 43, maxLength: 43 }).map((cs) => `sk-${cs.join('')}`)
+  fc.assert(fc.property(body, (head) => {
+    let crc = BigInt(crc32(head))
+    let digits = ''
+    for (let i = 0; i < 6; i++) { digits = BASE62.charAt(Number(crc % 62n)) + digits; crc /= 62n }
+    const other = digits.slice(0, 5) + (digits[5] === '0' ? '1' : '0')
+    return keyKind(head + digits) === 'sk' && keyKind(head + other) === null
+  }), { numRuns: 2000 })
 })
 
 t.test('every generated key has a valid checksum', async () => {

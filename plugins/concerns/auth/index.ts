@@ -1,7 +1,7 @@
 import { gatewayError } from '../../foundation/errors/index.js'
 import type { RequestContext } from '../../foundation/pipeline/context.js'
 import type { GatewayPlugin } from '../../foundation/pipeline/plugin.js'
-import { hasValidChecksum, keyKind } from '../../foundation/keys/key-format.js'
+import { keyKind } from '../../foundation/keys/key-format.js'
 import type { CachedKey, KeyCache } from './key-cache.js'
 import type { Clock } from '../../foundation/store/clock.js'
 import type { Store } from '../../foundation/store/types.js'
@@ -51,9 +51,9 @@ export function authPlugin (deps: AuthDeps): GatewayPlugin {
       const extracted = extractKey(req.raw.rawHeaders, rules)
       if (!extracted.ok) throw gatewayError(extracted.code)
       const plaintext = extracted.key
-      const kind = keyKind(plaintext)
-      // A malformed or mistyped key is refused without touching the database.
-      if (kind === null || (kind === 'sk' && !hasValidChecksum(plaintext))) throw gatewayError('AUTH_INVALID_API_KEY')
+      // A malformed or mistyped key (keyKind checks an `sk-` key's checksum) is refused without
+      // touching the database.
+      if (keyKind(plaintext) === null) throw gatewayError('AUTH_INVALID_API_KEY')
       const found = await deps.cache.getOrLoad(deps.store.hashKey(plaintext), load)
       if (!found || found.key.revokedAt !== null) throw gatewayError('AUTH_INVALID_API_KEY')
       if (!found.key.active) throw gatewayError('AUTH_API_KEY_INACTIVE')

@@ -43,8 +43,18 @@ function bytesToBigInt (bytes: Uint8Array): bigint {
   return value
 }
 
+/**
+ * The CRC32 of `head` in 6 base62 digits: toBase62's digits, in Number arithmetic (a CRC32 is
+ * below 2^32, exact in a double), as auth checks it on every request.
+ */
 function checksumOf (head: string): string {
-  return toBase62(BigInt(crc32(head)), CHECKSUM_LENGTH)
+  let rest = crc32(head)
+  let out = ''
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = ALPHABET.charAt(rest % 62) + out
+    rest = Math.floor(rest / 62)
+  }
+  return out
 }
 
 export function generateKey (random: RandomBytes = nodeRandomBytes): string {
