@@ -6,6 +6,7 @@ import { serverBounds } from '../../foundation/request/server-bounds.js'
 import { createUpstreamView } from '../../concerns/upstream/index.js'
 import { readinessProbe, readinessRoute, type ConfigState, type ReadinessProbe } from './readiness.js'
 import { registerAdminApi } from './admin-api.js'
+import { requestLoggerFactory } from './request-logger.js'
 import { compilePlan, gatewayClientErrors, gatewayFrameworkErrors, modelGateway, newRequestId, type GatewayOptions, type GatewayServices, type PipelineStats } from '../gateway/index.js'
 
 /** Header names whose values are credentials; pino replaces them wherever a request is logged. */
@@ -82,6 +83,8 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     ...(trustedProxies(opts.config).length > 0 ? { trustProxy: [...trustedProxies(opts.config)] } : {}),
     // One log line per request comes from the gateway's own finish hook, not Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    // A request's child logger is made when it first logs (most requests never do).
+    childLoggerFactory: requestLoggerFactory,
     frameworkErrors: gatewayFrameworkErrors(plan),
     // Oversized headers (431), a malformed request, Node's request deadline (408): the envelope.
     clientErrorHandler: gatewayClientErrors(plan),
