@@ -40,7 +40,7 @@ export interface PostInput {
 /** Posts a hold's charge (up to the bound) and releases the rest, exactly once. */
 export async function postHold (deps: PostDeps, input: PostInput): Promise<SettleResult> {
   const { holdId, amount, requestId } = input
-  const r = await withLedgerRetry(async () => await deps.ledger.settle(
+  const r = await withLedgerRetry(() => deps.ledger.settle(
     input.note === undefined ? { holdId, amount, requestId } : { holdId, amount, requestId, note: input.note }
   ))
   // A retried settle whose first attempt committed answers duplicate, with no unrecovered part:
@@ -61,7 +61,7 @@ export async function postHold (deps: PostDeps, input: PostInput): Promise<Settl
 
 /** Releases a whole hold (nothing billed), exactly once. */
 export async function releaseHold (deps: PostDeps, holdId: string): Promise<{ released: bigint, duplicate: boolean }> {
-  return await withLedgerRetry(async () => await deps.ledger.release(holdId))
+  return await withLedgerRetry(() => deps.ledger.release(holdId))
 }
 
 /**
