@@ -45,11 +45,15 @@ function count (usage: Usage, field: typeof COUNT_FIELDS[number]): bigint {
   return BigInt(checkCount(usage, field))
 }
 
-/** Whole milliseconds in `seconds`, rounded up; exact for the number's shortest decimal form. */
-export function billableMillis (seconds: number): bigint {
+function checkSeconds (seconds: number): void {
   if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) {
     throw new RangeError(`usage.audioSeconds must be a finite number ≥ 0, got ${String(seconds)}`)
   }
+}
+
+/** Whole milliseconds in `seconds`, rounded up; exact for the number's shortest decimal form. */
+export function billableMillis (seconds: number): bigint {
+  checkSeconds(seconds)
   const text = String(seconds)
   if (/e-/.test(text)) return 1n // 0 < seconds < 1e-6
   const m = /^(\d+)(?:\.(\d+))?$/.exec(text)
@@ -143,8 +147,8 @@ function addTokensTimes (acc: Fraction, price: CompiledPrice, usage: Usage, fact
 
 /** Exact cost of `usage` under `price`, in nano-units, rounded up once (see the rule above). */
 export function costOf (price: CompiledPrice, usage: Usage): bigint {
-  for (const field of COUNT_FIELDS) checkCount(usage, field)
-  const millis = usage.audioSeconds === 0 ? 0n : billableMillis(usage.audioSeconds)
+  for (let i = 0; i < COUNT_FIELDS.length; i++) checkCount(usage, COUNT_FIELDS[i] as typeof COUNT_FIELDS[number])
+  checkSeconds(usage.audioSeconds)
   const features = usage.features === undefined ? null : featureTerms(price, usage)
   let total: Fraction = features === null ? { num: 0n, den: 1n } : features.extra
   const factor = features?.factor ?? null
@@ -157,7 +161,9 @@ export function costOf (price: CompiledPrice, usage: Usage): bigint {
       total = addTokensTimes(total, price, usage, factor)
       break
     case 'audio_second':
-      total = add(total, millis, unitRate(price), 1000n)
+      // Read from the number's decimal form only where it is billed (a hold's worst case
+      // carries seconds for every unit).
+      total = add(total, usage.audioSeconds === 0 ? 0n : billableMillis(usage.audioSeconds), unitRate(price), 1000n)
       break
     case 'character':
       total = add(total, count(usage, 'characters'), unitRate(price))
