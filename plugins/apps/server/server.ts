@@ -83,8 +83,9 @@ export async function buildServer (opts: ServerOptions): Promise<FastifyInstance
     ...(trustedProxies(opts.config).length > 0 ? { trustProxy: [...trustedProxies(opts.config)] } : {}),
     // One log line per request comes from the gateway's own finish hook, not Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
-    // A request's child logger is made when it first logs (most requests never do).
-    childLoggerFactory: requestLoggerFactory,
+    // A request's child logger is made when it first logs (most requests never do). Without a
+    // logger Fastify makes none at all, and is left to.
+    ...(opts.logger === false && opts.loggerInstance === undefined ? {} : { childLoggerFactory: requestLoggerFactory }),
     frameworkErrors: gatewayFrameworkErrors(plan),
     // Oversized headers (431), a malformed request, Node's request deadline (408): the envelope.
     clientErrorHandler: gatewayClientErrors(plan),
