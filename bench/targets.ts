@@ -99,6 +99,13 @@ export const gatewayTarget = childTarget(
   true
 )
 
+export const minBilledTarget = childTarget(
+  'min-billed',
+  'the least a billed chat request does, on the gateway\'s store and nothing else: key HMAC + cache, hold, forward, usage, settle, request log row (a floor, not a mode of the gateway)',
+  new URL('./children/min-billed.ts', import.meta.url),
+  EMBEDDED
+)
+
 export const gatewayNoStoreTarget = childTarget(
   'gateway-nostore',
   'gateway with holds, settles and request log rows kept in memory: a bound on what billing costs without storage writes, not a mode of the gateway',
@@ -148,7 +155,7 @@ export const portkeyTarget: Target = (() => {
 
 /** Every target a scenario or the memory test may name. */
 export const TARGETS: ReadonlyMap<string, Target> = new Map(
-  [bareProxyTarget, gatewayCoreTarget, gatewayAuthTarget, gatewayNoStoreTarget, gatewayTarget, gatewayPgTarget, portkeyTarget].map((t) => [t.name, t])
+  [bareProxyTarget, gatewayCoreTarget, gatewayAuthTarget, minBilledTarget, gatewayNoStoreTarget, gatewayTarget, gatewayPgTarget, portkeyTarget].map((t) => [t.name, t])
 )
 
 export function targetNamed (name: string): Target {
