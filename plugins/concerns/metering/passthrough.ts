@@ -60,22 +60,25 @@ function meterOf (ctx: RequestContext, model: CompiledModel | null, sse: boolean
   const audio = body?.kind === 'multipart' ? body.summary.files.find((f) => f.field === 'file') : undefined
   const features = ctx.state.features
   const usagePaths = model?.meters.get(ctx.plan.operation)?.usage
+  // Fixed properties, undefined where absent (the meters read them so): a literal of
+  // conditional spreads is built through V8's slow path, on every answer.
   return createMeter({
     meter: ctx.plan.op.meter,
-    ...(usagePaths == null ? {} : { usagePaths }),
+    usagePaths,
     sse,
     status,
     dropUsageEvents,
-    ...(features !== undefined && features.length > 0
-      ? { features: features.map((u) => ({ name: u.feature.name, charge: u.feature.charge, report: u.feature.report, worstUses: u.uses })) }
-      : {}),
-    ...(model ? { unit: model.pricing.unit, estimate: estimateFacts(ctx, model) } : {}),
+    features: features !== undefined && features.length > 0
+      ? features.map((u) => ({ name: u.feature.name, charge: u.feature.charge, report: u.feature.report, worstUses: u.uses }))
+      : undefined,
+    unit: model?.pricing.unit,
+    estimate: model ? estimateFacts(ctx, model) : undefined,
     request: {
-      ...(body?.kind === 'json' ? { json: body.json } : {}),
-      ...(body?.kind === 'multipart' ? { multipartFields: body.summary.fields } : {}),
+      json: body?.kind === 'json' ? body.json : undefined,
+      multipartFields: body?.kind === 'multipart' ? body.summary.fields : undefined,
       // What is estimated when the provider reports nothing: the bound the hold counted, never a header alone.
-      ...(audio ? { audioSeconds: audioDurationBound(audio).millis / 1000 } : {}),
-      ...(model?.price.imagePrices === undefined ? {} : { imageTier: imageTierFacts(model.price.imagePrices, body) })
+      audioSeconds: audio ? audioDurationBound(audio).millis / 1000 : undefined,
+      imageTier: model?.price.imagePrices === undefined ? undefined : imageTierFacts(model.price.imagePrices, body)
     }
   })
 }

@@ -62,21 +62,23 @@ function worstCase (ctx: RequestContext, model: CompiledModel): { cost: bigint, 
   const declared = worstFeatures(uses)
   const features = declared === undefined ? undefined : featuresAtWorst(model.price, declared)
   const outputPaths = model.meters.get(ctx.plan.operation)?.usage?.outputTokens?.length ?? 1
+  // Fixed properties, undefined where absent (worstCaseUsage reads them so): a literal of
+  // conditional spreads is built through V8's slow path, on every hold.
   const input: WorstCaseInput = {
     bounds: ctx.plan.op.bounds,
     model: {
       pricing: model.pricing,
       maxImages: model.maxImages,
       outputCountsBeside: outputPaths - 1,
-      ...(model.maxOutputTokens === undefined ? {} : { maxOutputTokens: model.maxOutputTokens }),
-      ...(model.contextWindow === undefined ? {} : { contextTokens: model.contextWindow })
+      maxOutputTokens: model.maxOutputTokens,
+      contextTokens: model.contextWindow
     },
-    ...(body?.kind === 'json' ? { json: body.json } : {}),
-    ...(body?.kind === 'multipart' ? { multipart: { fields: body.summary.fields, files: body.summary.files } } : {}),
+    json: body?.kind === 'json' ? body.json : undefined,
+    multipart: body?.kind === 'multipart' ? { fields: body.summary.fields, files: body.summary.files } : undefined,
     bodyBytes: body?.raw.length ?? 0,
-    ...(passes === undefined ? {} : { inputPasses: passes }),
-    ...(features === undefined ? {} : { features }),
-    ...(ctx.plan.op.bounds.jobUnits.length === 0 ? {} : { jobUnits: jobUnits(ctx.plan.op, body) })
+    inputPasses: passes,
+    features,
+    jobUnits: ctx.plan.op.bounds.jobUnits.length === 0 ? undefined : jobUnits(ctx.plan.op, body)
   }
   // Each URL item and inline image adds one image's most (url_media_item), for models that declare it.
   const items = urlMediaHold(model.price, media.urls + media.inlineImages)

@@ -101,7 +101,7 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
   // higher, the estimate is off, not the usage. Only a provider's report is posted as an overage.
   const amount = usage !== null && !usage.reported && charge > hold.amount ? hold.amount : charge
   const model = outcome.answeredModel?.id
-  const r = await deps.wallet.post({ holdId: hold.holdId, amount, requestId: ctx.requestId, ...(model === undefined ? {} : { model }) })
+  const r = await deps.wallet.post({ holdId: hold.holdId, amount, requestId: ctx.requestId, model })
   // Nothing posted nor left unrecovered: the hold had expired, there is no posting to name.
   const charged = r.posted > 0n || r.unrecovered > 0n
   // Written out, not spread from a shared part: one literal, one shape (the spread and the
