@@ -76,6 +76,26 @@ t.test('deferred work: a declared parameter set to anything but false/null, unle
   t.equal(deferredParamOf({ deferredParams: ['background'], job: 'create' }, { background: true }), null, 'a job route prices deferred work')
 })
 
+t.test('BodyDeadlines: any adds and deletes (twice included) leave exactly the undeleted bodies to expire, oldest first, once each', async (t) => {
+  await fc.assert(fc.asyncProperty(
+    fc.array(fc.boolean(), { minLength: 1, maxLength: 60 }),
+    fc.array(fc.nat(59), { maxLength: 80 }),
+    async (started, deletes) => {
+      let now = 0
+      const deadlines = new BodyDeadlines(40, () => now)
+      const expired: number[] = []
+      const entries = started.map((_, i) => deadlines.add(() => { expired.push(i) }))
+      for (const d of deletes) if (d < entries.length) deadlines.delete(entries[d] as Parameters<BodyDeadlines['delete']>[0])
+      const left = entries.map((_, i) => i).filter((i) => !deletes.includes(i))
+      now = 1000
+      for (let i = 0; i < 100 && expired.length < left.length; i++) await new Promise((resolve) => setTimeout(resolve, 5))
+      await new Promise((resolve) => setTimeout(resolve, 25))
+      return JSON.stringify(expired) === JSON.stringify(left)
+    }
+  ), { numRuns: 25 })
+  t.pass('25 generated runs')
+})
+
 t.test('BodyDeadlines expires a body at the first sweep after its deadline, and only once', async (t) => {
   let now = 0
   const deadlines = new BodyDeadlines(100, () => now)

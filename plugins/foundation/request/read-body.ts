@@ -18,15 +18,25 @@ export interface ReadBounds {
 interface Pending {
   startedAt: number
   expire: () => void
+  prev: Pending | null
+  next: Pending | null
+  /** In the list (false once deleted or expired: a second delete does nothing). */
+  linked: boolean
 }
 
 /**
  * Deadlines of the bodies being read: one interval timer for all of them (started with the
  * first, stopped by a sweep that finds none), never a timer per request or per chunk. A body is refused at
  * most one sweep period after its deadline.
+ *
+ * The bodies are a list linked through their own entries: adding and deleting one allocates
+ * nothing else. A Set of them rehashed its table as requests came and went (each new table
+ * a young object an old Set points to), 2.3 µs a request at 50 connections (cpu-prof, 2026-11-27).
  */
 export class BodyDeadlines {
-  private readonly pending = new Set<Pending>()
+  private head: Pending | null = null
+  private tail: Pending | null = null
+  private count = 0
   private timer: NodeJS.Timeout | undefined
   private readonly period: number
 
@@ -35,8 +45,11 @@ export class BodyDeadlines {
   }
 
   add (expire: () => void): Pending {
-    const p: Pending = { startedAt: this.now(), expire }
-    this.pending.add(p)
+    const p: Pending = { startedAt: this.now(), expire, prev: this.tail, next: null, linked: true }
+    if (this.tail === null) this.head = p
+    else this.tail.next = p
+    this.tail = p
+    this.count++
     if (this.timer === undefined) {
       this.timer = setInterval(() => { this.sweep() }, this.period)
       this.timer.unref()
@@ -45,23 +58,33 @@ export class BodyDeadlines {
   }
 
   delete (p: Pending): void {
-    this.pending.delete(p)
+    if (!p.linked) return
+    p.linked = false
+    if (p.prev === null) this.head = p.next
+    else p.prev.next = p.next
+    if (p.next === null) this.tail = p.prev
+    else p.next.prev = p.prev
+    p.prev = null
+    p.next = null
+    this.count--
   }
 
   private sweep (): void {
     // Stopped by a sweep that finds nothing pending, not by the last delete: a steady trickle
     // of requests then starts one timer per idle period, not one per request.
-    if (this.pending.size === 0) {
+    if (this.count === 0) {
       clearInterval(this.timer)
       this.timer = undefined
       return
     }
     const due = this.now() - this.timeoutMs
-    for (const p of [...this.pending]) {
-      if (p.startedAt <= due) {
-        this.delete(p)
-        p.expire()
-      }
+    // The due ones first, then their expiry: an expiry that ends other reads cannot cut the walk.
+    const expired: Pending[] = []
+    for (let p = this.head; p !== null; p = p.next) if (p.startedAt <= due) expired.push(p)
+    for (const p of expired) {
+      if (!p.linked) continue
+      this.delete(p)
+      p.expire()
     }
   }
 }
