@@ -153,7 +153,12 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
   const catalogue: Catalogue = opts.plan.catalogue
   const phases: PhasePlan = planPhases(opts.plugins)
   const stats = opts.stats ?? { inflight: 0 }
-  const settlements = new Set<Promise<void>>()
+  // Settlements running (settle, then finish): a shutdown waits until none is. A count and the
+  // waiters of its next zero, not a Set of their promises (the Set's table was rehashed as
+  // requests came and went: 1.3 µs a request at 50 connections, cpu-prof, 2026-11-27).
+  let settling = 0
+  let settled: Array<() => void> = []
+  const allSettled = (): Promise<void> => new Promise((resolve) => { settled.push(resolve) })
   app.decorateRequest('gatewayContext', null)
   for (const p of phases.plugins) p.setup?.(app)
 
@@ -187,7 +192,7 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     if (ctx.stage === 'ended') return
     ctx.stage = 'ended'
     stats.inflight--
-    const done: Promise<void> = settleOnce(ctx, outcome).then(() => {
+    settleOnce(ctx, outcome).then(() => {
       const hooks = ctx.chain.finish
       for (let i = 0; i < hooks.length; i++) {
         try {
@@ -196,8 +201,13 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
           app.log.error({ err, requestId: ctx.requestId }, 'finish hook failed')
         }
       }
-    }).finally(() => { settlements.delete(done) })
-    settlements.add(done)
+    }).finally(() => {
+      if (--settling > 0) return
+      const waiting = settled
+      settled = []
+      for (let i = 0; i < waiting.length; i++) (waiting[i] as () => void)()
+    })
+    settling++
   }
 
   const refusal = (ctx: HostContext, err: unknown): void => {
@@ -241,9 +251,10 @@ export async function pipelineHost (app: FastifyInstance, opts: PipelineOptions)
     // write to (the ledger, the request log).
     const started = Date.now()
     const deadline = started + config.server.drain_timeout_ms + CLOSE_DRAIN_MARGIN_MS
-    while (settlements.size > 0 || (stats.inflight > 0 && Date.now() < deadline)) {
-      if (settlements.size > 0) await Promise.allSettled([...settlements])
-      else await new Promise((resolve) => setTimeout(resolve, 5))
+    for (;;) {
+      if (settling > 0) await allSettled()
+      else if (stats.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+      else break
     }
     if (stats.inflight > 0) {
       app.log.warn({ requests: stats.inflight }, 'requests still running at close: their holds are left to the reaper')
