@@ -134,7 +134,7 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput, feat
               failure ??= err
             }
           },
-          ...(filtering ? { drop: (raw: Buffer) => isUsageOnlyEvent(raw, raw === parsedRaw ? { json: parsedJson } : undefined) } : {})
+          drop: filtering ? (raw: Buffer) => isUsageOnlyEvent(raw, raw === parsedRaw ? { json: parsedJson } : undefined) : undefined
         })
       } else {
         parser = createSseParser(readEvent)
@@ -227,7 +227,7 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput, feat
       }
       meterChunk(chunk)
     },
-    ...(filtering ? { filter } : {}),
+    filter: filtering ? filter : undefined,
     finish: (): Usage => {
       if (failure !== null) throw failure
       // Only a missing or rejected count asks for the estimate (tokenUsage calls it then), and

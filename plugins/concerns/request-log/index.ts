@@ -29,6 +29,25 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
   // No settlement recorded: it failed (its hold stays open for the reaper), so the charge is unknown.
   const settled = ctx.state.settled ?? UNSETTLED
   const usage = outcome.usage
+  let logged: NonNullable<RequestLogRow['usage']> | null = null
+  if (usage !== null) {
+    logged = {
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      cachedInputTokens: usage.cachedInputTokens,
+      images: usage.images,
+      audioSeconds: usage.audioSeconds,
+      characters: usage.characters,
+      calls: usage.calls,
+      jobs: usage.jobs
+    }
+    // Set only when present (the receipt has no field for what was not used), after the
+    // literal: conditional spreads in it are built through V8's slow path.
+    if (usage.cacheWriteTokens !== undefined) logged.cacheWriteTokens = usage.cacheWriteTokens
+    if (usage.cacheWrite1hTokens !== undefined) logged.cacheWrite1hTokens = usage.cacheWrite1hTokens
+    if (usage.imageTier !== undefined) logged.imageTier = usage.imageTier
+    if (usage.features !== undefined) logged.features = featureReceipts(usage, outcome.answeredModel)
+  }
   return {
     requestId: ctx.requestId,
     accountId: auth?.account.id ?? null,
@@ -41,22 +60,7 @@ export function requestRow (ctx: RequestContext, outcome: Outcome, now: Date): R
     outcome: outcome.kind,
     errorCode: outcome.errorCode,
     stream: answersAsStream(ctx),
-    usage: usage === null
-      ? null
-      : {
-          inputTokens: usage.inputTokens,
-          outputTokens: usage.outputTokens,
-          cachedInputTokens: usage.cachedInputTokens,
-          images: usage.images,
-          audioSeconds: usage.audioSeconds,
-          characters: usage.characters,
-          calls: usage.calls,
-          jobs: usage.jobs,
-          ...(usage.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: usage.cacheWriteTokens }),
-          ...(usage.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: usage.cacheWrite1hTokens }),
-          ...(usage.imageTier === undefined ? {} : { imageTier: usage.imageTier }),
-          ...(usage.features === undefined ? {} : { features: featureReceipts(usage, outcome.answeredModel) })
-        },
+    usage: logged,
     usageReported: usage?.reported ?? null,
     cost: settled.cost,
     held: settled.held,

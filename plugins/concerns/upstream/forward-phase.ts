@@ -190,7 +190,7 @@ async function attempts (deps: ForwardDeps, ctx: RequestContext, req: FastifyReq
           headers: upstreamRequestHeaders(ctx.headers, deps.headerFilter, provider, contentType),
           headersTimeoutMs: waitMs,
           body,
-          ...(signal !== undefined ? { signal } : {})
+          signal
         })
       } catch (err) {
         wait?.stop()
