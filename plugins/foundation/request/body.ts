@@ -32,19 +32,23 @@ export interface BodyOptions {
 export function bodyOptionsOf (server: ServerConfig, routes: CompiledRoutes): BodyOptions {
   // body_limit_bytes is the gateway's cap: a JSON cap set above it does not lift it.
   const defaults: BodyLimits = { json: Math.min(server.json_body_limit_bytes, server.body_limit_bytes), multipart: server.body_limit_bytes }
-  const byRoute = new Map<string, BodyLimits>()
+  // By method, then URL pattern: no key string is built per request (a `${method} ${url}` key
+  // was concatenated, flattened and hashed on every body, 1.5 µs at 50 connections).
+  const byRoute = new Map<string, Map<string, BodyLimits>>()
   const limitsOf = (own: number | undefined): BodyLimits => own === undefined ? defaults : { json: own, multipart: own }
   for (const spec of routes.fastifyRoutes) {
     const plans = spec.kind === 'plain' ? [spec.plan] : spec.matchers.map((m) => m.plan)
     // Plans behind one wildcard route share it: the largest of their caps applies.
     const limits = plans.map((p) => limitsOf(p.bodyLimitBytes))
-    byRoute.set(`${spec.method} ${spec.url}`, {
+    let byUrl = byRoute.get(spec.method)
+    if (byUrl === undefined) byRoute.set(spec.method, byUrl = new Map())
+    byUrl.set(spec.url, {
       json: Math.max(...limits.map((l) => l.json)),
       multipart: Math.max(...limits.map((l) => l.multipart))
     })
   }
   return {
-    limitsFor: (method, url) => (url === undefined ? undefined : byRoute.get(`${method} ${url}`)) ?? defaults,
+    limitsFor: (method, url) => (url === undefined ? undefined : byRoute.get(method)?.get(url)) ?? defaults,
     jsonMaxDepth: server.json_max_depth,
     multipart: { parts: server.multipart_max_parts, fields: server.multipart_max_fields, files: server.multipart_max_files },
     requestTimeoutMs: server.request_timeout_ms
