@@ -7,6 +7,7 @@
 import Fastify from 'fastify'
 import { Pool } from 'undici'
 import { loadConfig } from '../../plugins/apps/gateway/config.js'
+import { keyLoader } from '../../plugins/concerns/auth/index.js'
 import { newRequestId } from '../../plugins/apps/gateway/index.js'
 import { mockEnv, REPO_CONFIG } from '../../test/helpers/gateway.js'
 import { BACKLOG, requiredEnv, urlOf } from './addresses.js'
@@ -25,11 +26,7 @@ await runChild(async () => {
   const config = withBenchTier(loadConfig(REPO_CONFIG, { ...mockEnv(upstream), ...process.env }).config)
   const { services } = await openBenchServices(config)
   const { store, keyCache, requestLog } = services
-  const load = async (hash: string): Promise<{ key: NonNullable<Awaited<ReturnType<typeof store.keys.findByLookupHash>>>, account: NonNullable<Awaited<ReturnType<typeof store.accounts.get>>> } | null> => {
-    const key = await store.keys.findByLookupHash(hash)
-    const account = key === null ? null : await store.accounts.get(key.accountId)
-    return key === null || account === null ? null : { key, account }
-  }
+  const load = keyLoader(store)
   const pool = new Pool(upstream, { connections: 128, pipelining: 1 })
   const app = Fastify({ logger: false, genReqId: newRequestId })
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => { done(null, body) })

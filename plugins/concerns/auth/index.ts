@@ -32,6 +32,16 @@ export interface AuthDeps {
   clock: Clock
 }
 
+/** The key cache's loader: the key of a lookup hash and its account, from the store (null: no such key). */
+export function keyLoader (store: Pick<Store, 'keys' | 'accounts'>): (hash: string) => Promise<CachedKey | null> {
+  return async (hash) => {
+    const key = await store.keys.findByLookupHash(hash)
+    if (!key) return null
+    const account = await store.accounts.get(key.accountId)
+    return account ? { key, account } : null
+  }
+}
+
 /**
  * admit: key headers → key record (cached, no database round trip on the hot path) → key and
  * account state, before the body is read. resolve: the key's allowed models, for the requested
@@ -39,12 +49,7 @@ export interface AuthDeps {
  */
 export function authPlugin (deps: AuthDeps): GatewayPlugin {
   const rules = deps.keyHeaders
-  const load = async (hash: string): Promise<CachedKey | null> => {
-    const key = await deps.store.keys.findByLookupHash(hash)
-    if (!key) return null
-    const account = await deps.store.accounts.get(key.accountId)
-    return account ? { key, account } : null
-  }
+  const load = keyLoader(deps.store)
   const plugin: GatewayPlugin = {
     name: 'auth',
     async admit (ctx, req) {
