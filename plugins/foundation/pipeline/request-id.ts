@@ -1,8 +1,5 @@
-import { randomFillSync } from 'node:crypto'
+import { randomHex } from '../store/clock.js'
 
-// Random bytes for ids, drawn from a pool one system call refills every 409 ids.
-const pool = Buffer.alloc(4090)
-let poolAt = pool.length
 // The id's time part, kept for the millisecond it was made in (a few ids share one).
 let lastMs = -1
 let lastHead = ''
@@ -18,11 +15,6 @@ export function newRequestId (): string {
     lastMs = ms
     lastHead = `req_${ms.toString(16).padStart(12, '0')}`
   }
-  if (poolAt === pool.length) {
-    randomFillSync(pool)
-    poolAt = 0
-  }
-  const at = poolAt
-  poolAt += 10
-  return lastHead + pool.toString('hex', at, at + 10)
+  // The random bytes come from the pool the store's ids are drawn from (one system call per 4 KB).
+  return lastHead + randomHex(10)
 }
