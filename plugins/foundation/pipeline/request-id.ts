@@ -1,5 +1,8 @@
-import { randomHex } from '../store/clock.js'
+import { randomFillSync } from 'node:crypto'
 
+// Random bytes for ids, drawn from a pool one system call refills every 409 ids.
+const pool = Buffer.alloc(4090)
+let poolAt = pool.length
 // The id's time part, kept for the millisecond it was made in (a few ids share one).
 let lastMs = -1
 let lastHead = ''
@@ -15,6 +18,11 @@ export function newRequestId (): string {
     lastMs = ms
     lastHead = `req_${ms.toString(16).padStart(12, '0')}`
   }
-  // The random bytes come from the pool the store's ids are drawn from (one system call per 4 KB).
-  return lastHead + randomHex(10)
+  if (poolAt === pool.length) {
+    randomFillSync(pool)
+    poolAt = 0
+  }
+  const at = poolAt
+  poolAt += 10
+  return lastHead + pool.toString('hex', at, at + 10)
 }

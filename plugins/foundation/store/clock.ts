@@ -25,17 +25,6 @@ function randomByte (): number {
   return pool[poolAt++] as number
 }
 
-/** `bytes` random bytes (at most the pool's 4096) from the same pool, as lowercase hex. */
-export function randomHex (bytes: number): string {
-  if (poolAt + bytes > pool.length) {
-    randomFillSync(pool)
-    poolAt = 0
-  }
-  const at = poolAt
-  poolAt += bytes
-  return pool.toString('hex', at, at + bytes)
-}
-
 const TIME_CHARS = 8 // 62^8 ms ≈ 6,900 years from the epoch
 const RANDOM_CHARS = ID_CHARS - TIME_CHARS
 
