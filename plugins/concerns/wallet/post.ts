@@ -35,13 +35,19 @@ export interface PostInput {
   note?: string
   jobId?: string
   model?: string
+  /**
+   * Nobody waits on this charge: its answer was sent. The ledger may then commit it with the
+   * next request's hold (LedgerStore.settle's `lazy`).
+   */
+  lazy?: boolean
 }
 
 /** Posts a hold's charge (up to the bound) and releases the rest, exactly once. */
 export async function postHold (deps: PostDeps, input: PostInput): Promise<SettleResult> {
   const { holdId, amount, requestId } = input
+  const lazy = input.lazy === true
   const r = await withLedgerRetry(() => deps.ledger.settle(
-    input.note === undefined ? { holdId, amount, requestId } : { holdId, amount, requestId, note: input.note }
+    input.note === undefined ? { holdId, amount, requestId, lazy } : { holdId, amount, requestId, note: input.note, lazy }
   ))
   // A retried settle whose first attempt committed answers duplicate, with no unrecovered part:
   // the report comes from the call that posted, never twice.

@@ -110,7 +110,8 @@ export async function settle (deps: SettleDeps, ctx: RequestContext, outcome: Ou
   // higher, the estimate is off, not the usage. Only a provider's report is posted as an overage.
   const amount = usage !== null && !usage.reported && charge > hold.amount ? hold.amount : charge
   const model = outcome.answeredModel?.id
-  const r = await deps.wallet.post({ holdId: hold.holdId, amount, requestId: ctx.requestId, model })
+  // The answer was sent: the charge may share the next request's commit (lazy).
+  const r = await deps.wallet.post({ holdId: hold.holdId, amount, requestId: ctx.requestId, model, lazy: true })
   // Nothing posted nor left unrecovered: the hold had expired, there is no posting to name.
   const charged = r.posted > 0n || r.unrecovered > 0n
   return settledOf(hold, charged ? 'BILLED' : 'NOT_BILLED', r.posted, charged ? `post:${hold.holdId}` : null, overageOf(r), unrecoveredOf(r))

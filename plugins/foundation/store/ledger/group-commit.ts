@@ -9,7 +9,7 @@ export type ItemOutcome<O> =
   /** Not decided by this batch: goes back to the front of the queue for the next one. */
   | { kind: 'retry' }
 
-export interface GroupCommitOptions {
+export interface GroupCommitOptions<I = unknown> {
   /** Most items in one batch. */
   maxBatch: number
   /** Most batches in flight at once (each on its own connection). */
@@ -22,9 +22,18 @@ export interface GroupCommitOptions {
    * loop's I/O callbacks ran, so a synchronous run (SQLite) still gathers concurrent requests.
    */
   schedule?: 'microtask' | 'immediate'
+  /**
+   * Items that may wait for company: while the queue holds only such items, its batch starts
+   * `ms` after the first of them instead of at once, or as soon as an item that may not wait
+   * arrives and takes them along. One commit then carries, say, a request's settle and the next
+   * request's hold: at one request at a time, a commit per request instead of two.
+   */
+  lazy?: { readonly ms: number, readonly item: (item: I) => boolean } | undefined
 }
 
 interface Pending<I, O> {
+  /** Submission order: what a flush waits for. */
+  seq: number
   item: I
   resolve(value: O): void
   reject(error: Error): void
@@ -34,8 +43,16 @@ export class GroupCommit<I, O> {
   private queue: Array<Pending<I, O>> = []
   private inFlight = 0
   private scheduled = false
+  /** The start of a batch of lazy items only (see GroupCommitOptions.lazy). */
+  private waiting: ReturnType<typeof setTimeout> | undefined
   private closed = false
   private idle: Array<() => void> = []
+  /** Items submitted so far (the next item's seq). */
+  private submitted = 0
+  /** The batches being run. */
+  private readonly flying = new Set<Array<Pending<I, O>>>()
+  /** Flushes waiting until every item before `seq` is answered. */
+  private flushes: Array<{ seq: number, resolve: () => void }> = []
 
   /**
    * `run` answers one outcome per item, in order, or throws: then every item of the batch
@@ -44,7 +61,7 @@ export class GroupCommit<I, O> {
    */
   constructor (
     private readonly run: (items: I[]) => Promise<Array<ItemOutcome<O>>>,
-    private readonly opts: GroupCommitOptions,
+    private readonly opts: GroupCommitOptions<I>,
     private readonly key?: (item: I) => string
   ) {
     if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1) throw new RangeError('maxBatch must be a positive integer')
@@ -56,20 +73,64 @@ export class GroupCommit<I, O> {
   submit (item: I): Promise<O> {
     if (this.closed) return Promise.reject(new Error('ledger store is closed'))
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject })
-      this.schedule()
+      this.queue.push({ seq: this.submitted++, item, resolve, reject })
+      const lazy = this.opts.lazy
+      if (lazy !== undefined && lazy.item(item)) this.wait(lazy.ms)
+      else this.schedule()
     })
+  }
+
+  /** A lazy item queued: its batch starts after `ms`, unless one starts before. */
+  private wait (ms: number): void {
+    if (this.scheduled || this.waiting !== undefined) return
+    this.waiting = setTimeout(() => {
+      this.waiting = undefined
+      this.pump()
+    }, ms)
+  }
+
+  /**
+   * Resolves once every item submitted before the call is answered, lazy ones started at once:
+   * a read that must see what its own process wrote (a balance after an answer) flushes first.
+   */
+  async flush (): Promise<void> {
+    if (this.queue.length === 0 && this.flying.size === 0) return
+    const seq = this.submitted
+    const done = new Promise<void>((resolve) => this.flushes.push({ seq, resolve }))
+    this.pump()
+    this.answerFlushes()
+    await done
+  }
+
+  /** Resolves the flushes whose items are all answered: none queued or running comes before them. */
+  private answerFlushes (): void {
+    if (this.flushes.length === 0) return
+    let oldest = this.submitted
+    for (const pending of this.queue) if (pending.seq < oldest) oldest = pending.seq
+    for (const batch of this.flying) for (const pending of batch) if (pending.seq < oldest) oldest = pending.seq
+    const still: Array<{ seq: number, resolve: () => void }> = []
+    for (const f of this.flushes) {
+      if (f.seq <= oldest) f.resolve()
+      else still.push(f)
+    }
+    this.flushes = still
   }
 
   /** Refuses new items and waits until every queued and in-flight item is answered. */
   async close (): Promise<void> {
     this.closed = true
+    if (this.waiting !== undefined) this.pump()
     if (this.queue.length === 0 && this.inFlight === 0) return
     await new Promise<void>((resolve) => this.idle.push(resolve))
   }
 
   /** Callers of the same tick (or loop turn, with `immediate`) land in one batch. */
   private schedule (): void {
+    if (this.waiting !== undefined) {
+      // The lazy items queued so far go with this batch.
+      clearTimeout(this.waiting)
+      this.waiting = undefined
+    }
     if (this.scheduled) return
     this.scheduled = true
     const start = (): void => {
@@ -81,6 +142,10 @@ export class GroupCommit<I, O> {
   }
 
   private pump (): void {
+    if (this.waiting !== undefined && this.queue.length > 0 && this.inFlight < this.opts.maxInFlight) {
+      clearTimeout(this.waiting)
+      this.waiting = undefined
+    }
     while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
       const batch = this.take()
       this.inFlight++
@@ -111,6 +176,7 @@ export class GroupCommit<I, O> {
   }
 
   private async execute (batch: Array<Pending<I, O>>): Promise<void> {
+    this.flying.add(batch)
     const retry: Array<Pending<I, O>> = []
     const started = performance.now()
     try {
@@ -126,9 +192,11 @@ export class GroupCommit<I, O> {
       const error = err instanceof Error ? err : new Error(String(err))
       for (const pending of batch) pending.reject(error)
     } finally {
+      this.flying.delete(batch)
       this.queue.unshift(...retry)
       this.inFlight--
       this.pump()
+      this.answerFlushes()
     }
     try {
       this.opts.onBatch?.(batch.length, performance.now() - started)

@@ -147,8 +147,11 @@ export interface LedgerStore {
    * part sets the wallet's unrecoveredAt. A hold whose expiry has passed posts nothing (it is
    * released as expired, whether the reaper got to it or not). Exactly once: a second
    * settle/release answers duplicate: true and changes nothing. Unknown hold: throws.
+   * `lazy`: nobody waits on this charge (its answer was sent), so a store may commit it a moment
+   * later with the next hold (the embedded store waits up to SETTLE_WAIT_MS; its own reads see
+   * it at once). Without it the charge commits as soon as it can.
    */
-  settle(input: { holdId: string; amount: bigint; requestId: string; note?: string }): Promise<SettleResult>
+  settle(input: { holdId: string; amount: bigint; requestId: string; note?: string; lazy?: boolean }): Promise<SettleResult>
   /**
    * Moves the expiry of an open, unexpired hold to `ttlMs` after the store clock's now (never
    * earlier than it already was), so a request still running is not released by the reaper.
