@@ -8,6 +8,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { OpenAI } from 'openai'
+import { waitForRows } from './helpers/billing.js'
 import { startTestGateway } from './helpers/gateway.js'
 import { outboxCode, PASSWORD, uniqueEmail } from './helpers/console.js'
 import { repoPath } from './helpers/paths.js'
@@ -92,7 +93,9 @@ if (!existsSync(CHROMIUM)) {
     const openai = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 })
     const completion = await openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hello from the browser test' }] })
     t.ok(completion.choices.length > 0, 'the SDK call answered')
-    await gw.services.requestLog.flush()
+    // The row is written once the charge settled, a moment after the answer: wait for it, as
+    // every other test reading the log right after an answer does.
+    await waitForRows([gw], 1, 30_000, accountId)
 
     // The dashboard shows the request and its charge, and the lower balance.
     await page.getByRole('link', { name: 'Dashboard' }).click()
