@@ -41,7 +41,6 @@ interface Pending<I, O> {
 
 export class GroupCommit<I, O> {
   private queue: Array<Pending<I, O>> = []
-  private inFlight = 0
   private scheduled = false
   /** The start of a batch of lazy items only (see GroupCommitOptions.lazy). */
   private waiting: ReturnType<typeof setTimeout> | undefined
@@ -49,7 +48,7 @@ export class GroupCommit<I, O> {
   private idle: Array<() => void> = []
   /** Items submitted so far (the next item's seq). */
   private submitted = 0
-  /** The batches being run. */
+  /** The batches being run (their count is the batches in flight). */
   private readonly flying = new Set<Array<Pending<I, O>>>()
   /** Flushes waiting until every item before `seq` is answered. */
   private flushes: Array<{ seq: number, resolve: () => void }> = []
@@ -120,17 +119,14 @@ export class GroupCommit<I, O> {
   async close (): Promise<void> {
     this.closed = true
     if (this.waiting !== undefined) this.pump()
-    if (this.queue.length === 0 && this.inFlight === 0) return
+    if (this.queue.length === 0 && this.flying.size === 0) return
     await new Promise<void>((resolve) => this.idle.push(resolve))
   }
 
   /** Callers of the same tick (or loop turn, with `immediate`) land in one batch. */
   private schedule (): void {
-    if (this.waiting !== undefined) {
-      // The lazy items queued so far go with this batch.
-      clearTimeout(this.waiting)
-      this.waiting = undefined
-    }
+    // The lazy items queued so far go with this batch.
+    this.stopWaiting()
     if (this.scheduled) return
     this.scheduled = true
     const start = (): void => {
@@ -141,18 +137,22 @@ export class GroupCommit<I, O> {
     else queueMicrotask(start)
   }
 
+  /** A lazy wait is over: its items go with the batch starting now. */
+  private stopWaiting (): void {
+    if (this.waiting === undefined) return
+    clearTimeout(this.waiting)
+    this.waiting = undefined
+  }
+
   private pump (): void {
-    if (this.waiting !== undefined && this.queue.length > 0 && this.inFlight < this.opts.maxInFlight) {
-      clearTimeout(this.waiting)
-      this.waiting = undefined
-    }
-    while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
+    if (this.queue.length > 0 && this.flying.size < this.opts.maxInFlight) this.stopWaiting()
+    while (this.flying.size < this.opts.maxInFlight && this.queue.length > 0) {
       const batch = this.take()
-      this.inFlight++
+      this.flying.add(batch)
       // Not awaited: execute() settles its batch's callers itself and never rejects.
       this.execute(batch)
     }
-    if (this.queue.length === 0 && this.inFlight === 0) {
+    if (this.queue.length === 0 && this.flying.size === 0) {
       for (const resolve of this.idle.splice(0)) resolve()
     }
   }
@@ -176,7 +176,6 @@ export class GroupCommit<I, O> {
   }
 
   private async execute (batch: Array<Pending<I, O>>): Promise<void> {
-    this.flying.add(batch)
     const retry: Array<Pending<I, O>> = []
     const started = performance.now()
     try {
@@ -194,7 +193,6 @@ export class GroupCommit<I, O> {
     } finally {
       this.flying.delete(batch)
       this.queue.unshift(...retry)
-      this.inFlight--
       this.pump()
       this.answerFlushes()
     }
