@@ -1,7 +1,7 @@
 // Byte-level expectations about what the gateway forwards: the client's bytes with only the
 // model value replaced. Written independently of the gateway's own rewriting code.
 import { createHash, randomBytes } from 'node:crypto'
-import { createServer } from 'node:net'
+import { freePort } from './free-port.js'
 
 function replaceOnce (buf: Buffer, from: Buffer, to: Buffer): Buffer {
   const at = buf.indexOf(from)
@@ -96,12 +96,7 @@ export function sseEvents (text: string): SseEvent[] {
   return out
 }
 
-/** A TCP port nothing listens on (bound once, then closed). */
+/** A TCP port nothing listens on (see `freePort`: it is taken where no parallel `listen(0)` draws). */
 export async function closedPort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return address.port
+  return await freePort()
 }
