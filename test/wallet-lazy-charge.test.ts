@@ -5,6 +5,7 @@
 import t from 'tap'
 import type { LedgerStore } from '../plugins/foundation/store/ledger/index.js'
 import { startTestGateway } from './helpers/gateway.js'
+import { eventually } from './helpers/wire.js'
 
 type SettleInput = Parameters<LedgerStore['settle']>[0]
 
@@ -27,8 +28,7 @@ t.test('a served request\'s charge reaches the ledger lazy, and is posted', asyn
   })
   t.equal(res.status, 200, 'served')
   await res.text()
-  const started = Date.now()
-  while (seen.length === 0 && Date.now() - started < 5_000) await new Promise((resolve) => setTimeout(resolve, 5))
+  await eventually(() => seen.length > 0, 'the request\'s settle', 5_000)
   t.equal(seen.length, 1, 'one settle for the request')
   t.equal(seen[0]?.lazy, true, 'marked lazy')
   // This process's read commits the waiting charge first.
