@@ -182,3 +182,24 @@ process.exit(0)
   const wallet = await store.ledger.wallet(accountId)
   t.same({ balance: wallet.balance, held: wallet.held }, { balance: 9_700n, held: 0n }, 'the charge was committed as the process exited')
 })
+
+t.test('SQLite: the WAL is checkpointed at 10,000 pages, not at SQLite\'s default of 1,000', async (t) => {
+  const backend = sqliteTestBackend()
+  t.teardown(() => backend.cleanup())
+  const store = await backend.open()
+  if (store.backend.kind !== 'sqlite') throw new Error('expected the embedded store')
+  const { db } = store.backend
+  t.equal(db.pragma('wal_autocheckpoint', { simple: true }), 10_000n, 'the store\'s connection says 10,000')
+  const { id: accountId } = await store.accounts.create({ name: 'checkpoint' })
+  await store.ledger.credit({ accountId, amount: 1_000_000n, kind: 'topup', postingId: `fund-${accountId}` })
+  db.pragma('wal_checkpoint(TRUNCATE)')
+  // Each request's hold and charge: two commits of several pages each, well past 1,000 pages.
+  for (let i = 0; i < 300; i++) {
+    const holdId = await holdFor(store, accountId, `req-${i}`)
+    await store.ledger.settle({ holdId, amount: 10n, requestId: `req-${i}` })
+  }
+  const { log, checkpointed } = (db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: bigint, checkpointed: bigint }>)[0] ?? { log: -1n, checkpointed: -1n }
+  t.ok(log > 1_000n && log < 10_000n, `the WAL held every frame since it was truncated (${log}): no checkpoint at 1,000`)
+  t.equal(checkpointed, log, 'and a checkpoint asked for copies them all')
+  await store.close()
+})

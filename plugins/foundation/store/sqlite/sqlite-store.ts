@@ -19,6 +19,7 @@ import { runSqliteMigrations } from './sqlite-migrate.js'
 
 export const SQLITE_FILE_NAME = 'gateway.db'
 const BUSY_TIMEOUT_MS = 5000
+const WAL_AUTOCHECKPOINT_PAGES = 10_000
 
 export interface SqliteParts {
   backend: StoreBackend
@@ -41,6 +42,13 @@ export function connectSqlite (file: string): Database.Database {
     // power loss may drop the last commits but never corrupts the file.
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
+    // A checkpoint (the WAL's pages copied into the database file, and two fsyncs) runs inside
+    // the commit that takes the WAL past this many pages. SQLite's default, 1,000 pages, is
+    // about 120 billed requests at one connection and 500 at 50 (8.2 and 1.9 WAL pages a
+    // request, measured): many checkpoints a second, each syncing again the pages the last one
+    // synced (a wallet, the last leaf of each index). At 10,000 a hot page is copied ten times
+    // less often, and the WAL file grows to about 40 MB before it is reused.
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`)
     db.pragma('foreign_keys = ON')
     // Money columns exceed 2^53; read every INTEGER as bigint and convert the rest.
     db.defaultSafeIntegers(true)
