@@ -7,9 +7,10 @@ import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createRequire } from 'node:module'
+import { writeSchemaValidators } from './schema-validators.mjs'
 
 const STAMP = 'dist/.build-stamp'
-const SOURCES = ['index.ts', 'plugins', 'bin', 'tsconfig.json', 'tsconfig.build.json', 'package.json']
+const SOURCES = ['index.ts', 'plugins', 'bin', 'schemas', 'tsconfig.json', 'tsconfig.build.json', 'package.json']
 
 /** The newest modification time (ms) under the given paths, TypeScript sources and the configs. */
 function newest (paths) {
@@ -37,4 +38,6 @@ try {
   process.exit(1)
 }
 chmodSync('dist/bin/model-gateway.js', 0o755)
+// The config validators compiled ahead of time, beside dist/'s validate.js.
+writeSchemaValidators('schemas', 'dist/plugins/foundation/config/schema-validators.cjs')
 writeFileSync(STAMP, `${new Date().toISOString()}\n`)

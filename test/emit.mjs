@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import ts from 'typescript'
+import { writeSchemaValidators } from '../bin/schema-validators.mjs'
 
 const root = join(import.meta.dirname, '..')
 const parsed = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.test.json'), {}, {
@@ -37,4 +38,6 @@ for (const file of parsed.fileNames.filter((f) => !f.endsWith('.d.ts'))) {
   writeFileSync(out, outputText)
   if (sourceMapText !== undefined) writeFileSync(`${out}.map`, sourceMapText)
 }
+// The config validators compiled ahead of time, as `npm run build` writes them into dist/.
+writeSchemaValidators(join(root, 'schemas'), join(outDir, 'plugins', 'foundation', 'config', 'schema-validators.cjs'))
 process.exit(failed === 0 ? 0 : 1)

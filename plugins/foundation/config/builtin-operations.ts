@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import type { OperationConfig } from './types.js'
 import { oneByteStrings } from './one-byte.js'
-import { sectionValidator } from './validate.js'
+import { operationsValidator } from './validate.js'
 
 /** config/operations.yaml of the package, found from this file in source (tsx) and in dist/. */
 export function builtinOperationsFile (): string {
@@ -43,7 +43,7 @@ export function builtinOperationsRaw (): Record<string, unknown> {
  */
 export function builtinOperations (): Record<string, OperationConfig> {
   const data = builtinOperationsRaw()
-  const validate = sectionValidator<Record<string, OperationConfig>>('operations.schema.json')
+  const validate = operationsValidator<Record<string, OperationConfig>>()
   if (!validate(data)) {
     const first = validate.errors?.[0]
     throw new Error(`config/operations.yaml is invalid: ${first?.instancePath ?? ''} ${first?.message ?? ''}`)
