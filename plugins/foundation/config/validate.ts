@@ -13,6 +13,7 @@ import type formatsModule from 'ajv-formats'
 import type { GatewayConfig } from './types.js'
 
 export const ROOT_SCHEMA_ID = 'https://model-gateway.dev/schemas/gateway.schema.json'
+const OPERATIONS_SCHEMA_ID = 'https://model-gateway.dev/schemas/operations.schema.json'
 
 /** `schemas/` next to the package root, found from this file in source (tsx) and in dist/. */
 export function schemasDir (): string {
@@ -77,12 +78,12 @@ export function loadValidators (dir = schemasDir(), precompiledFile = PRECOMPILE
   const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, verbose: true })
   addFormats(ajv, ['hostname', 'ipv4', 'ipv6'])
   for (const schema of readSchemas(dir).values()) ajv.addSchema(schema)
-  const get = <T>(file: string): ValidateFunction<T> => {
-    const validate = ajv.getSchema<T>(`https://model-gateway.dev/schemas/${file}`)
-    if (validate === undefined) throw new Error(`schema ${file} is missing`)
+  const get = <T>(id: string): ValidateFunction<T> => {
+    const validate = ajv.getSchema<T>(id)
+    if (validate === undefined) throw new Error(`schema ${id} is missing`)
     return validate
   }
-  return { root: get<GatewayConfig>('gateway.schema.json'), operations: get('operations.schema.json'), source: 'compiled' }
+  return { root: get<GatewayConfig>(ROOT_SCHEMA_ID), operations: get(OPERATIONS_SCHEMA_ID), source: 'compiled' }
 }
 
 let loaded: Validators | undefined
