@@ -7,7 +7,8 @@
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
+import type { Database as SqliteConnection } from 'better-sqlite3'
 import { GroupCommit, type ItemOutcome } from '../plugins/foundation/store/ledger/index.js'
 import { SETTLE_WAIT_MS } from '../plugins/foundation/store/ledger/sqlite-ledger.js'
 import type { Store } from '../plugins/foundation/store/index.js'
@@ -85,6 +86,15 @@ function commitsInWal (dir: string): number {
   return commits
 }
 
+/** An embedded store in a directory of its own, closed after the test, and its connection. */
+async function embedded (t: Test): Promise<{ backend: ReturnType<typeof sqliteTestBackend>, store: Store, db: SqliteConnection }> {
+  const backend = sqliteTestBackend()
+  t.teardown(() => backend.cleanup())
+  const store = await backend.open()
+  if (store.backend.kind !== 'sqlite') throw new Error('expected the embedded store')
+  return { backend, store, db: store.backend.db }
+}
+
 async function funded (store: Store): Promise<string> {
   const { id } = await store.accounts.create({ name: 'settle-wait' })
   await store.ledger.credit({ accountId: id, amount: 10_000n, kind: 'topup', postingId: `fund-${id}` })
@@ -98,11 +108,7 @@ async function holdFor (store: Store, accountId: string, requestId: string): Pro
 }
 
 t.test('SQLite: a charge and the next request\'s hold share one commit', async (t) => {
-  const backend = sqliteTestBackend()
-  t.teardown(() => backend.cleanup())
-  const store = await backend.open()
-  if (store.backend.kind !== 'sqlite') throw new Error('expected the embedded store')
-  const { db } = store.backend
+  const { backend, store, db } = await embedded(t)
   const accountId = await funded(store)
   const first = await holdFor(store, accountId, 'req-1')
 
@@ -184,11 +190,7 @@ process.exit(0)
 })
 
 t.test('SQLite: the WAL is checkpointed at 10,000 pages, not at SQLite\'s default of 1,000', async (t) => {
-  const backend = sqliteTestBackend()
-  t.teardown(() => backend.cleanup())
-  const store = await backend.open()
-  if (store.backend.kind !== 'sqlite') throw new Error('expected the embedded store')
-  const { db } = store.backend
+  const { store, db } = await embedded(t)
   t.equal(db.pragma('wal_autocheckpoint', { simple: true }), 10_000n, 'the store\'s connection says 10,000')
   const { id: accountId } = await store.accounts.create({ name: 'checkpoint' })
   await store.ledger.credit({ accountId, amount: 1_000_000n, kind: 'topup', postingId: `fund-${accountId}` })
@@ -201,5 +203,4 @@ t.test('SQLite: the WAL is checkpointed at 10,000 pages, not at SQLite\'s defaul
   const { log, checkpointed } = (db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: bigint, checkpointed: bigint }>)[0] ?? { log: -1n, checkpointed: -1n }
   t.ok(log > 1_000n && log < 10_000n, `the WAL held every frame since it was truncated (${log}): no checkpoint at 1,000`)
   t.equal(checkpointed, log, 'and a checkpoint asked for copies them all')
-  await store.close()
 })
