@@ -55,6 +55,9 @@ interface Validators {
   source: 'precompiled' | 'compiled'
 }
 
+/** CommonJS modules from here: the build's precompiled validators, and ajv when they cannot be used. */
+const requireHere = createRequire(import.meta.url)
+
 /** The module the build writes beside this file (see bin/schema-validators.mjs). */
 export const PRECOMPILED_FILE = fileURLToPath(new URL('./schema-validators.cjs', import.meta.url))
 
@@ -64,16 +67,15 @@ export const PRECOMPILED_FILE = fileURLToPath(new URL('./schema-validators.cjs',
  */
 export function loadValidators (dir = schemasDir(), precompiledFile = PRECOMPILED_FILE): Validators {
   if (existsSync(precompiledFile)) {
-    const module = createRequire(import.meta.url)(precompiledFile) as Partial<Omit<Validators, 'source'>> & { digest?: unknown }
+    const module = requireHere(precompiledFile) as Partial<Omit<Validators, 'source'>> & { digest?: unknown }
     if (module.digest === schemasDigest(dir) && module.root !== undefined && module.operations !== undefined) {
       return { root: module.root, operations: module.operations, source: 'precompiled' }
     }
   }
   // ajv is loaded only here (35 ms of CPU), through `require`: both packages are CommonJS, and
   // ajv-formats' `module.exports` has the plugin as its `default` property too.
-  const require = createRequire(import.meta.url)
-  const { Ajv } = require('ajv') as typeof import('ajv')
-  const addFormats = (require('ajv-formats') as typeof formatsModule).default
+  const { Ajv } = requireHere('ajv') as typeof import('ajv')
+  const addFormats = (requireHere('ajv-formats') as typeof formatsModule).default
   // bin/schema-validators.mjs's AJV_OPTIONS and FORMATS.
   const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, verbose: true })
   addFormats(ajv, ['hostname', 'ipv4', 'ipv6'])
