@@ -24,8 +24,10 @@ interface AccountReads { inFlight: Map<string, number>, windowEndsAt: number, su
 export type ReadCost = { summary: true } | { rows: number }
 
 export class ReadGate {
-  // Bounded like the other per-instance tables (the admin throttle, the key cache).
-  private readonly accounts = new LRUCache<string, AccountReads>({ max: 100_000 })
+  // Bounded like the other per-instance tables (the admin throttle, the key cache): maxSize at
+  // one unit an entry, not max, which preallocates its 100,000 slots at every boot and reload
+  // (a tenth of a test gateway's boot on the CI machine; see LocalLimits).
+  private readonly accounts = new LRUCache<string, AccountReads>({ maxSize: 100_000, sizeCalculation: () => 1 })
 
   constructor (private readonly now: () => Date) {}
 
