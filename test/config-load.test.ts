@@ -7,6 +7,8 @@ import { dirname, join } from 'node:path'
 import { ConfigError, expandString, formatProblem } from '../plugins/foundation/config/index.js'
 import { checkConfig, loadConfig } from '../plugins/apps/gateway/config.js'
 import { ROOT } from './helpers/paths.js'
+import { findNode, readSources } from '../plugins/foundation/config/sources.js'
+import { isScalar } from 'yaml'
 
 const root = ROOT
 const valid = join(root, 'test', 'fixtures', 'config', 'valid')
@@ -152,6 +154,21 @@ t.test('${ENV} expansion', async (t) => {
     }])
     t.throws(() => loadConfig(file, {}), ConfigError)
     t.equal(loadConfig(file, { DOCS_HOST: 'docs.example.test' }).config.server.docs_base_url, 'https://docs.example.test/errors')
+  })
+
+  t.test('a text is parsed once: its loads share the document, which each leaves as written', async (t) => {
+    const file = scratch(t, (s) => s.replace('server:\n', 'server:\n  port: ${PORT:-8080}\n'))
+    const first = readSources(file, { PORT: '1111' })
+    const second = readSources(file, { PORT: '2222' })
+    t.equal(first.files[0]?.doc, second.files[0]?.doc, 'the second load reuses the first one\'s parse')
+    const portOf = (merged: Record<string, unknown>): unknown => (merged['server'] as Record<string, unknown>)['port']
+    t.same([portOf(first.merged), portOf(second.merged)], [1111, 2222], 'each with its own environment')
+    const port = findNode(second.files[0]!.doc, ['server', 'port'])
+    t.ok(port.exact && isScalar(port.node) && port.node.value === '${PORT:-8080}', 'the shared document holds the scalar as written')
+    writeFileSync(file, readFileSync(file, 'utf8').replace('${PORT:-8080}', '${PORT:-8081}'))
+    const edited = readSources(file, {})
+    t.not(edited.files[0]?.doc, second.files[0]?.doc, 'an edited file is parsed again')
+    t.equal(portOf(edited.merged), 8081)
   })
 
   t.test('expandString', async (t) => {

@@ -30,6 +30,8 @@ export interface ExpandResult {
    * value names the variable, never the value (it may be a credential that landed in the wrong field).
    */
   fromEnv: Map<Node, EnvUse[]>
+  /** Puts every expanded scalar back as it was written (its value before the expansion). */
+  restore: () => void
 }
 
 interface StringProblem {
@@ -84,14 +86,27 @@ export function expandString (input: string, env: Env, used?: EnvUse[]): { value
   return { value: out + input.slice(i), problems }
 }
 
-/** Expands every scalar value of `doc` in place. `source` is the text `doc` was parsed from. */
+/**
+ * Expands every scalar value of `doc` in place (`restore` undoes it). `source` is the text `doc`
+ * was parsed from.
+ */
 export function expandDocumentEnv (doc: Document, source: string, env: Env): ExpandResult {
-  const result: ExpandResult = { problems: [], tainted: new Set(), fromEnv: new Map() }
+  const written: Array<[Scalar, unknown]> = []
+  const result: Expansion = {
+    problems: [],
+    tainted: new Set(),
+    fromEnv: new Map(),
+    written,
+    restore: () => { for (const [node, value] of written.splice(0)) node.value = value },
+  }
   walk(doc, doc.contents, [], source, env, result)
   return result
 }
 
-function walk (doc: Document, node: unknown, path: PathSegment[], source: string, env: Env, result: ExpandResult): void {
+/** An expansion under way: the scalars it changed, with their values as written. */
+interface Expansion extends ExpandResult { written: Array<[Scalar, unknown]> }
+
+function walk (doc: Document, node: unknown, path: PathSegment[], source: string, env: Env, result: Expansion): void {
   if (isAlias(node)) return // expanded where its anchor is
   if (isMap(node)) {
     for (const pair of node.items) {
@@ -105,7 +120,7 @@ function walk (doc: Document, node: unknown, path: PathSegment[], source: string
   }
 }
 
-function expandScalar (doc: Document, node: Scalar, path: PathSegment[], source: string, env: Env, result: ExpandResult): void {
+function expandScalar (doc: Document, node: Scalar, path: PathSegment[], source: string, env: Env, result: Expansion): void {
   const used: EnvUse[] = []
   const { value, problems } = expandString(String(node.value), env, used)
   if (used.length > 0) result.fromEnv.set(node, used)
@@ -118,6 +133,7 @@ function expandScalar (doc: Document, node: Scalar, path: PathSegment[], source:
     result.problems.push({ offset, path, message: problem.message })
   }
   if (problems.length > 0) result.tainted.add(node)
+  result.written.push([node, node.value])
   node.value = node.type === Scalar.PLAIN ? resolvePlain(doc, value) : value
 }
 

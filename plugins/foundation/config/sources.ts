@@ -2,6 +2,7 @@
 // file's YAML document so any config path can be traced back to a line and column.
 import { readFileSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { LRUCache } from 'lru-cache'
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
 import { expandDocumentEnv, type Env, type EnvUse } from './expand-env.js'
 import { oneByte, oneByteStrings } from './one-byte.js'
@@ -38,6 +39,30 @@ export function readSources (root: string, env: Env): Sources {
 
 interface Origin { source: SourceFile; index: number }
 
+/** A file's text as parsed. */
+interface Parsed { doc: Document; lines: LineCounter }
+
+/**
+ * Texts parsed lately, by their text: parsing is most of a config load (a fifth of a test
+ * gateway's boot on the CI machine, where the tests load the same gateway.yaml hundreds of times
+ * with a new mock's address each time; a reload reads again the files that did not change). The
+ * document is shared by every load of its text, so no load leaves it changed: readFile expands
+ * its `${VAR}` scalars, makes the file's JavaScript values from them and puts the scalars back
+ * as written, all in one synchronous step. What is kept of it afterwards (line and column, key
+ * names, node identity) is the same for every environment.
+ */
+const recent = new LRUCache<string, Parsed>({ max: 16 })
+
+function parsed (text: string): Parsed {
+  let entry = recent.get(text)
+  if (entry === undefined) {
+    const lines = new LineCounter()
+    entry = { doc: parseDocument(text, { lineCounter: lines, prettyErrors: false }), lines }
+    recent.set(text, entry)
+  }
+  return entry
+}
+
 function readFile (sources: Sources, file: string, env: Env, chain: string[], origin: Origin | undefined): void {
   let text: string
   try {
@@ -49,8 +74,7 @@ function readFile (sources: Sources, file: string, env: Env, chain: string[], or
     else sources.problems.push(locate(origin.source, { path: ['include', origin.index], message: `cannot read included file ${file} (${reason})` }))
     return
   }
-  const lines = new LineCounter()
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false })
+  const { doc, lines } = parsed(text)
   const source: SourceFile = { file, doc, lines, tainted: new Set(), fromEnv: new Map() }
   sources.files.push(source)
   if (doc.errors.length > 0) {
@@ -62,6 +86,14 @@ function readFile (sources: Sources, file: string, env: Env, chain: string[], or
     return
   }
   const expanded = expandDocumentEnv(doc, text, env)
+  let js: unknown
+  try {
+    // mapAsMap: no key of the file becomes a property name before it is a one-byte string (one-byte.ts).
+    if (isMap(doc.contents)) js = doc.toJS({ mapAsMap: true })
+  } finally {
+    // The document is shared (see `recent`): its scalars go back as written.
+    expanded.restore()
+  }
   source.tainted = expanded.tainted
   source.fromEnv = expanded.fromEnv
   for (const p of expanded.problems) {
@@ -75,8 +107,7 @@ function readFile (sources: Sources, file: string, env: Env, chain: string[], or
     sources.problems.push(locate(source, { path: [], message: 'the file must be a mapping of top-level keys' }))
     return
   }
-  // mapAsMap: no key of the file becomes a property name before it is a one-byte string (one-byte.ts).
-  const data = oneByteStrings(doc.toJS({ mapAsMap: true })) as Record<string, unknown>
+  const data = oneByteStrings(js) as Record<string, unknown>
   for (const pair of contents.items) {
     const key = oneByte(isScalar(pair.key) ? String(pair.key.value) : String(pair.key))
     if (key === 'include') continue
