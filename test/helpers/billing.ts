@@ -230,7 +230,13 @@ export interface LedgerState {
 
 export async function ledgerState (gw: TestGateway, accountId = gw.account.id): Promise<LedgerState> {
   const ledger = gw.services.store.ledger
-  const [wallet, entries, open] = await Promise.all([ledger.wallet(accountId), allEntries(gw.services.store, accountId), ledger.openHolds(accountId)])
+  // The open holds first: a settle closes its hold and posts its charge in one commit, so once
+  // no hold is open, the balance and entries read after it hold every charge. Read at once on a
+  // pool's connections, the balance could come from before a batch of settles and the holds
+  // from after it (jobs-instances on PostgreSQL saw 15 charges, no open hold, and a balance
+  // that had 1 of them: a watcher's group commit of 14 settles fell between the reads).
+  const open = await ledger.openHolds(accountId)
+  const [wallet, entries] = await Promise.all([ledger.wallet(accountId), allEntries(gw.services.store, accountId)])
   const charges = entries.filter((e) => e.kind === 'charge')
   return {
     balance: wallet.balance,
