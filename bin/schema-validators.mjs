@@ -19,10 +19,15 @@ export const AJV_OPTIONS = { allErrors: true, strict: true, useDefaults: true, v
 export const FORMATS = ['hostname', 'ipv4', 'ipv6']
 const BASE = 'https://model-gateway.dev/schemas/'
 
-/** sha256 over each `*.schema.json` file's name and bytes, in name order (validate.ts's `schemasDigest`). */
+/** Every `*.schema.json` file's name, in order: what is compiled and what the digest covers. */
+function schemaFiles (dir) {
+  return readdirSync(dir).filter((f) => f.endsWith('.schema.json')).sort()
+}
+
+/** sha256 over each schema file's name and bytes, in name order (validate.ts's `schemasDigest`). */
 export function schemasDigest (dir) {
   const hash = createHash('sha256')
-  for (const name of readdirSync(dir).filter((f) => f.endsWith('.schema.json')).sort()) {
+  for (const name of schemaFiles(dir)) {
     hash.update(`${name}\0`).update(readFileSync(join(dir, name))).update('\0')
   }
   return hash.digest('hex')
@@ -32,7 +37,7 @@ export function schemasDigest (dir) {
 export function writeSchemaValidators (dir, outFile) {
   const ajv = new Ajv({ ...AJV_OPTIONS, code: { source: true } })
   formatsModule.default(ajv, FORMATS)
-  for (const name of readdirSync(dir).filter((f) => f.endsWith('.schema.json')).sort()) {
+  for (const name of schemaFiles(dir)) {
     ajv.addSchema(JSON.parse(readFileSync(join(dir, name), 'utf8')))
   }
   const code = standaloneModule.default(ajv, { root: `${BASE}gateway.schema.json`, operations: `${BASE}operations.schema.json` })
