@@ -4,6 +4,7 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { once } from 'node:events'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { Redis } from 'ioredis'
 import { compilePolicies, Limiter, LocalLimits } from '../plugins/concerns/limits/index.js'
 import { systemClock } from '../plugins/foundation/store/clock.js'
@@ -195,6 +196,44 @@ t.test('LIMIT_RATE_EXCEEDED in every envelope, with its status and headers, befo
   t.equal(wallet.held, 0n, 'nothing held for the refused requests')
 })
 
+t.test('a started gateway counts its first request in Redis: it listens only once the limits\' connection is ready', async (t) => {
+  // Before, the start did not wait for that connection: the first requests met it in its ready
+  // check and, with no offline queue, were counted in this instance alone (a stream leased so
+  // went uncounted by the other instances). A proxy in front of Redis holds each new connection
+  // for SLOW ms, longer than a start takes, so that window is sure to be open.
+  const SLOW = 1500
+  const held = new Set<Socket>()
+  const proxy = createServer((client) => {
+    held.add(client)
+    setTimeout(() => {
+      const [host, port] = new URL(TEST_REDIS_URL).host.split(':')
+      const server = connect(Number(port ?? 6379), host ?? '127.0.0.1')
+      held.add(server)
+      client.pipe(server).pipe(client)
+      server.on('error', () => client.destroy())
+      client.on('error', () => server.destroy())
+    }, SLOW)
+  })
+  proxy.listen(0, '127.0.0.1')
+  await once(proxy, 'listening')
+  t.teardown(() => {
+    for (const s of held) s.destroy()
+    proxy.close()
+  })
+  const prefix = `test-first-${randomUUID()}:`
+  const started = Date.now()
+  const gw = await startTestGateway({ limits: { redis_timeout_ms: 10_000 }, services: { limitsRedisUrl: `redis://127.0.0.1:${(proxy.address() as AddressInfo).port}`, redisPrefix: prefix } })
+  t.teardown(() => gw.close())
+  t.ok(Date.now() - started >= SLOW, 'the start waited for the slow connection')
+  t.equal(gw.services.limitsRedis?.client.status, 'ready', 'the limits\' connection is ready once the gateway is up')
+  const res = await chat(gw)
+  await res.arrayBuffer()
+  t.equal(res.status, 200)
+  const redis = new Redis(TEST_REDIS_URL)
+  t.teardown(() => redis.disconnect())
+  t.equal(await redis.zcard(`${prefix}rpm-account:${gw.account.id}`), 1, 'the first request is in the account\'s shared window')
+})
+
 t.test('the admissions of one event-loop turn reach Redis in one write (the limits client pipelines them)', async (t) => {
   const prefix = `test-pipe-${randomUUID()}:`
   // What is counted is writes, not time: a wait for Redis as long as a busy CI machine may need.
@@ -202,7 +241,6 @@ t.test('the admissions of one event-loop turn reach Redis in one write (the limi
   t.teardown(() => gw.close())
   const redis = gw.services.limitsRedis
   if (redis === undefined) throw new Error('no limits Redis')
-  if (redis.client.status !== 'ready') await once(redis.client, 'ready')
   const limiter = new Limiter({ config: { ...BASE, redis_timeout_ms: 10_000 }, clock: systemClock, redis, warn: (err) => { t.fail(`Redis failed: ${String(err)}`) } })
   t.teardown(() => { limiter.close() })
   const limits = compilePolicies(BASE).tier('free').alone

@@ -80,6 +80,27 @@ function openLimitsRedis (url: string, prefix: string, timeoutMs: number): Limit
   return { client, prefix }
 }
 
+/**
+ * Resolves once the limits' connection is ready or has failed once. Without this wait the first
+ * requests after a start met a connection still in its ready check: with no offline queue each
+ * of them fell back to this instance's own limits, and a stream leased in memory then went
+ * uncounted by the shared lease set. Unreachable, the gateway still starts and limits alone.
+ */
+async function firstAnswer (client: Redis): Promise<void> {
+  if (client.status === 'ready') return
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      client.off('ready', done)
+      client.off('error', done)
+      client.off('end', done)
+      resolve()
+    }
+    client.once('ready', done)
+    client.once('error', done)
+    client.once('end', done)
+  })
+}
+
 export function serviceEnvFromProcess (env: NodeJS.ProcessEnv = process.env): ServiceEnv {
   return {
     databaseUrl: env.DATABASE_URL,
@@ -159,6 +180,7 @@ export async function openServices (env: ServiceEnv): Promise<GatewayServices> {
   }
   const limitsUrl = env.limitsRedisUrl ?? env.redisUrl
   const limitsRedis = limitsUrl ? openLimitsRedis(limitsUrl, env.redisPrefix ?? 'gw:', env.limitsRedisTimeoutMs ?? 250) : undefined
+  if (limitsRedis !== undefined) await firstAnswer(limitsRedis.client)
   const requestLog = new RequestLogWriter(store.requestLog, {
     ...(env.requestLogFlushMs !== undefined ? { flushIntervalMs: env.requestLogFlushMs } : {}),
     onError: (err, rows) => process.emitWarning(`request log: ${err.message} (${rows.length} rows)`)
