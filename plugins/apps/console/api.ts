@@ -68,7 +68,7 @@ export async function consoleApi (app: FastifyInstance, opts: ConsoleApiOptions)
     sessions,
     throttle,
     budgets,
-    hasher: new PasswordHasher(config.password_hash_concurrency, config.password_hash_queue),
+    hasher: new PasswordHasher(config.password_hash_concurrency, config.password_hash_queue, { n: config.password_scrypt_n, r: config.password_scrypt_r, p: config.password_scrypt_p }),
     codes: new EmailCodes({ store: consoleStore, config, mac, now: ctx.now, throttle, budgets, mailer })
   }
 

@@ -3,16 +3,18 @@
 // proof-of-work human check. Everything compared here is compared in constant time.
 import { createHash, randomBytes, randomInt, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
 
+/** scrypt's cost parameters for new hashes (console.password_scrypt_n, _r, _p). */
+export interface ScryptCost { readonly n: number, readonly r: number, readonly p: number }
+
 /**
- * scrypt cost: N = 2^15, r = 8 (32 MiB of memory per hash), p = 3: one of OWASP's equivalent
- * minimum settings (2^17/8/1, 2^16/8/2, 2^15/8/3, ...).
+ * The default cost: N = 2^15, r = 8 (32 MiB of memory per hash), p = 3: one of OWASP's
+ * equivalent minimum settings (2^17/8/1, 2^16/8/2, 2^15/8/3, ...).
  */
-const SCRYPT_N = 32768
-const SCRYPT_R = 8
-const SCRYPT_P = 3
+export const DEFAULT_SCRYPT_COST: ScryptCost = { n: 32768, r: 8, p: 3 }
 const KEY_LENGTH = 32
 const SALT_BYTES = 16
-const MAXMEM = 128 * SCRYPT_N * SCRYPT_R * 2
+/** scrypt needs 128·N·r bytes; twice that leaves room, as Node's own default does not. */
+const maxmem = (n: number, r: number): number => 128 * n * r * 2
 
 function scryptAsync (password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -21,10 +23,11 @@ function scryptAsync (password: string, salt: Buffer, keylen: number, opts: Scry
 }
 
 /** `scrypt$N$r$p$<salt base64url>$<hash base64url>`: the parameters travel with the hash, so they can be raised later. */
-export async function hashPassword (password: string): Promise<string> {
+export async function hashPassword (password: string, cost: ScryptCost = DEFAULT_SCRYPT_COST): Promise<string> {
   const salt = randomBytes(SALT_BYTES)
-  const key = await scryptAsync(password, salt, KEY_LENGTH, { N: SCRYPT_N, r: SCRYPT_R, p: SCRYPT_P, maxmem: MAXMEM })
-  return `scrypt$${SCRYPT_N}$${SCRYPT_R}$${SCRYPT_P}$${salt.toString('base64url')}$${key.toString('base64url')}`
+  const { n, r, p } = cost
+  const key = await scryptAsync(password, salt, KEY_LENGTH, { N: n, r, p, maxmem: maxmem(n, r) })
+  return `scrypt$${n}$${r}$${p}$${salt.toString('base64url')}$${key.toString('base64url')}`
 }
 
 /** True when `password` matches `stored`; a malformed stored hash never matches (and still costs one hash). */
@@ -37,8 +40,8 @@ export async function verifyPassword (password: string, stored: string): Promise
   const P = Number(p)
   const expected = ok ? Buffer.from(hash, 'base64url') : Buffer.alloc(KEY_LENGTH)
   const params = ok && Number.isInteger(N) && Number.isInteger(R) && Number.isInteger(P) && expected.length > 0
-    ? { N, r: R, p: P, maxmem: 128 * N * R * 2 }
-    : { N: SCRYPT_N, r: SCRYPT_R, p: SCRYPT_P, maxmem: MAXMEM }
+    ? { N, r: R, p: P, maxmem: maxmem(N, R) }
+    : { N: DEFAULT_SCRYPT_COST.n, r: DEFAULT_SCRYPT_COST.r, p: DEFAULT_SCRYPT_COST.p, maxmem: maxmem(DEFAULT_SCRYPT_COST.n, DEFAULT_SCRYPT_COST.r) }
   const key = await scryptAsync(password, ok ? Buffer.from(salt, 'base64url') : Buffer.alloc(SALT_BYTES), expected.length || KEY_LENGTH, params)
   return ok && key.length === expected.length && timingSafeEqual(key, expected)
 }

@@ -88,7 +88,8 @@ export function signinRoutes (app: FastifyInstance, deps: ConsoleDeps): void {
     if (Math.max(byAddress.count, byEmail.count) - 1 >= config.human_check_after_failures) await humanCheck(body, { both: giveBack, email: giveBackEmail })
 
     // Once per process and outside the hasher's queue, so a busy moment cannot spoil it.
-    dummyHash ??= hashPassword(newToken())
+    // At the configured cost: an unknown email costs what a user's password does.
+    dummyHash ??= hashPassword(newToken(), hasher.cost)
     const user = email === '' ? null : await consoleStore.userByEmail(email)
     const pending = user === null && email !== '' ? await consoleStore.pendingSignup(email) : null
     // One scrypt whether the email is a user, a pending sign-up or unknown.

@@ -1296,6 +1296,18 @@ export interface ConsoleConfig {
    */
   password_hash_queue: number
   /**
+   * scrypt's CPU and memory cost N for new password hashes (a power of two). The default with r 8 and p 3 is one of OWASP's equivalent minimum settings (2^17/8/1, 2^16/8/2, 2^15/8/3); each hash then takes 128·N·r bytes (32 MiB) and about a fifth of a second of a core. A hash keeps the parameters it was made with, so raising them later leaves existing passwords valid. Below the default only for tests.
+   */
+  password_scrypt_n: 1024 | 2048 | 4096 | 8192 | 16384 | 32768 | 65536 | 131072
+  /**
+   * scrypt's block size r for new password hashes.
+   */
+  password_scrypt_r: number
+  /**
+   * scrypt's parallelisation p for new password hashes (its rounds run one after another on one thread).
+   */
+  password_scrypt_p: number
+  /**
    * Email domains refused at sign-up (AUTH_DISPOSABLE_EMAIL) on top of the maintained disposable-domain list.
    */
   blocked_email_domains: string[]
