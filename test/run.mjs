@@ -41,17 +41,13 @@ const LONGEST_FIRST = [
   'readme.test.js',
   'admin-cli.test.js',
   'hostile/slow-reader.test.js',
-  'console-api-pg.test.js',
   'ops/startup-failures.test.js',
-  'console-api-sqlite.test.js',
   'limits-key-cap.test.js',
   'errors-contract.test.js',
   'limits-streams.test.js',
-  'console-abuse-signin-sqlite.test.js',
   'ops/shutdown-arriving.test.js',
   'models-publish.test.js',
   'streaming.test.js',
-  'console-abuse-signin-pg.test.js',
   'wallet-bound-url-context.test.js',
   'console-browser.test.js'
 ]
