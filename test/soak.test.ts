@@ -55,6 +55,8 @@ class OwnRedis {
   private async ping (): Promise<boolean> {
     const { Redis } = await import('ioredis')
     const r = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    // A server not up yet is the answer false (connect rejects): not ioredis's "Unhandled error event" in the log.
+    r.on('error', () => {})
     try {
       await r.connect()
       return (await r.ping()) === 'PONG'
