@@ -40,9 +40,9 @@ export interface AbuseGateway {
   countAccounts (): Promise<number>
 }
 
-/** A gateway with the abuse budgets (and `console` settings over them), 127.0.0.1 as trusted proxy, a manual clock and its log captured. */
-export async function abuseGateway (t: Test, backend: Backend, console: Record<string, unknown> = {}): Promise<AbuseGateway> {
-  const configFile = consoleTestConfig({ ...ABUSE_BUDGETS, ...console })
+/** A gateway with the abuse budgets (and console `settings` over them), 127.0.0.1 as trusted proxy, a manual clock and its log captured. */
+export async function abuseGateway (t: Test, backend: Backend, settings: Record<string, unknown> = {}): Promise<AbuseGateway> {
+  const configFile = consoleTestConfig({ ...ABUSE_BUDGETS, ...settings })
   t.teardown(configFile.remove)
   const clock = new ManualClock(new Date())
   const lines: string[] = []

@@ -16,7 +16,7 @@ const ADMIN_TOKEN = CONSOLE_ADMIN_TOKEN
 /**
  * The scrypt cost the console tests hash passwords at: 1024/8/1, about 2 ms against the
  * default's 225 ms (2^15/8/3) on the CI machine. The suite hashed 280 passwords at the default,
- * a tenth of its CPU. What the default cost itself does (its hash, a flood of sign-ins waiting
+ * a sixth of its CPU. What the default cost itself does (its hash, a flood of sign-ins waiting
  * for the hasher) is tested at the default: TEST_SCRYPT_COST is only where the cost is not the
  * subject.
  */
