@@ -13,8 +13,10 @@ export interface ScryptCost { readonly n: number, readonly r: number, readonly p
 export const DEFAULT_SCRYPT_COST: ScryptCost = { n: 32768, r: 8, p: 3 }
 const KEY_LENGTH = 32
 const SALT_BYTES = 16
-/** scrypt needs 128·N·r bytes; twice that leaves room, as Node's own default does not. */
-const maxmem = (n: number, r: number): number => 128 * n * r * 2
+/** Node's options for a cost: scrypt needs 128·N·r bytes; twice that leaves room, as Node's own default does not. */
+function scryptOptions ({ n, r, p }: ScryptCost): ScryptOptions {
+  return { N: n, r, p, maxmem: 128 * n * r * 2 }
+}
 
 function scryptAsync (password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -25,9 +27,8 @@ function scryptAsync (password: string, salt: Buffer, keylen: number, opts: Scry
 /** `scrypt$N$r$p$<salt base64url>$<hash base64url>`: the parameters travel with the hash, so they can be raised later. */
 export async function hashPassword (password: string, cost: ScryptCost = DEFAULT_SCRYPT_COST): Promise<string> {
   const salt = randomBytes(SALT_BYTES)
-  const { n, r, p } = cost
-  const key = await scryptAsync(password, salt, KEY_LENGTH, { N: n, r, p, maxmem: maxmem(n, r) })
-  return `scrypt$${n}$${r}$${p}$${salt.toString('base64url')}$${key.toString('base64url')}`
+  const key = await scryptAsync(password, salt, KEY_LENGTH, scryptOptions(cost))
+  return `scrypt$${cost.n}$${cost.r}$${cost.p}$${salt.toString('base64url')}$${key.toString('base64url')}`
 }
 
 /** True when `password` matches `stored`; a malformed stored hash never matches (and still costs one hash). */
@@ -40,8 +41,8 @@ export async function verifyPassword (password: string, stored: string): Promise
   const P = Number(p)
   const expected = ok ? Buffer.from(hash, 'base64url') : Buffer.alloc(KEY_LENGTH)
   const params = ok && Number.isInteger(N) && Number.isInteger(R) && Number.isInteger(P) && expected.length > 0
-    ? { N, r: R, p: P, maxmem: maxmem(N, R) }
-    : { N: DEFAULT_SCRYPT_COST.n, r: DEFAULT_SCRYPT_COST.r, p: DEFAULT_SCRYPT_COST.p, maxmem: maxmem(DEFAULT_SCRYPT_COST.n, DEFAULT_SCRYPT_COST.r) }
+    ? scryptOptions({ n: N, r: R, p: P })
+    : scryptOptions(DEFAULT_SCRYPT_COST)
   const key = await scryptAsync(password, ok ? Buffer.from(salt, 'base64url') : Buffer.alloc(SALT_BYTES), expected.length || KEY_LENGTH, params)
   return ok && key.length === expected.length && timingSafeEqual(key, expected)
 }
