@@ -5,30 +5,27 @@
 // are the tests of the cost itself.
 import t from 'tap'
 import { join } from 'node:path'
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { checkConfig, loadConfig } from '../plugins/apps/gateway/config.js'
 import { hashPassword, verifyPassword } from '../plugins/apps/console/index.js'
 import { PasswordHasher } from '../plugins/apps/console/password-hasher.js'
 import { ROOT } from './helpers/paths.js'
+import { writeTestConfig } from './helpers/test-config.js'
 
-/** A scratch directory holding a copy of gateway.yaml's includes (config/), for an edited copy beside them. */
-function scratch (t: { teardown: (fn: () => void) => unknown }): string {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-scrypt-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  cpSync(join(ROOT, 'config'), join(dir, 'config'), { recursive: true })
-  return join(dir, 'gateway.yaml')
-}
+/** gateway.yaml's console section in a test config, to edit. */
+const consoleOf = (c: Record<string, unknown>): Record<string, unknown> => c['console'] as Record<string, unknown>
 
 const OWASP = /^scrypt\$32768\$8\$3\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/
 
 t.test('the default cost: OWASP\'s 2^15/8/3, in gateway.yaml and when the keys are absent', async (t) => {
   const { config } = loadConfig(join(ROOT, 'gateway.yaml'), {})
   t.same([config.console.password_scrypt_n, config.console.password_scrypt_r, config.console.password_scrypt_p], [32768, 8, 3], 'gateway.yaml')
-  const file = scratch(t)
-  writeFileSync(file, readFileSync(join(ROOT, 'gateway.yaml'), 'utf8').replace(/^ {2}password_scrypt_[nrp]: .*\n/gm, ''))
-  t.notMatch(readFileSync(file, 'utf8'), /password_scrypt/, 'the copy names no cost')
-  const absent = loadConfig(file, {}).config.console
+  const cfg = writeTestConfig((c) => {
+    for (const key of ['password_scrypt_n', 'password_scrypt_r', 'password_scrypt_p']) delete consoleOf(c)[key]
+  })
+  t.teardown(cfg.remove)
+  t.notMatch(readFileSync(cfg.file, 'utf8'), /password_scrypt/, 'the copy names no cost')
+  const absent = loadConfig(cfg.file, {}).config.console
   t.same([absent.password_scrypt_n, absent.password_scrypt_r, absent.password_scrypt_p], [32768, 8, 3], 'the schema\'s defaults')
   const hash = await hashPassword('correct horse battery staple')
   t.match(hash, OWASP, 'hashPassword without a cost: scrypt$32768$8$3$salt$hash')
@@ -49,19 +46,20 @@ t.test('a configured cost makes new hashes; a stored hash is checked with its ow
 })
 
 t.test('a cost that is not a power of two, or out of range, is a config problem at its line', async (t) => {
-  const file = scratch(t)
-  const text = readFileSync(join(ROOT, 'gateway.yaml'), 'utf8')
-  for (const [from, to, path] of [
-    ['password_scrypt_n: 32768', 'password_scrypt_n: 30000', 'console.password_scrypt_n'],
-    ['password_scrypt_n: 32768', 'password_scrypt_n: 512', 'console.password_scrypt_n'],
-    ['password_scrypt_r: 8', 'password_scrypt_r: 0', 'console.password_scrypt_r'],
-    ['password_scrypt_p: 3', 'password_scrypt_p: 9', 'console.password_scrypt_p']
+  for (const [key, value] of [
+    ['password_scrypt_n', 30000],
+    ['password_scrypt_n', 512],
+    ['password_scrypt_r', 0],
+    ['password_scrypt_p', 9]
   ] as const) {
-    t.ok(text.includes(from), `gateway.yaml has ${from}`)
-    writeFileSync(file, text.replace(from, to))
-    const problems = checkConfig(file, {})
-    t.equal(problems.length, 1, `${to}: one problem`)
-    t.equal(problems[0]?.path, path, `${to}: at ${path}`)
-    t.equal(problems[0]?.line, text.slice(0, text.indexOf(from)).split('\n').length, `${to}: on its line`)
+    const cfg = writeTestConfig((c) => { consoleOf(c)[key] = value })
+    t.teardown(cfg.remove)
+    const text = readFileSync(cfg.file, 'utf8')
+    const at = text.search(new RegExp(`^ {2}${key}: ${value}$`, 'm'))
+    t.ok(at >= 0, `the copy has ${key}: ${value}`)
+    const problems = checkConfig(cfg.file, {})
+    t.equal(problems.length, 1, `${key}: ${value}: one problem`)
+    t.equal(problems[0]?.path, `console.${key}`, `${key}: ${value}: at console.${key}`)
+    t.equal(problems[0]?.line, text.slice(0, at).split('\n').length, `${key}: ${value}: on its line`)
   }
 })
