@@ -3,9 +3,10 @@
 // loads it. `npm run build` writes dist/'s copy, test/emit.mjs the tests' copy. Compiling the
 // schemas when a process first validates a config takes 0.2 CPU-seconds (every CLI command and
 // every test process that boots a gateway paid it: a `check` run took 0.56 CPU-seconds, 0.37
-// with this module); loading this file takes 9 ms. The module carries the digest of the schemas it was compiled from:
-// plugins/foundation/config/validate.ts compiles them itself when the files differ (a schema
-// edited after the build) or when there is no such module (running the sources under tsx).
+// with this module); loading this file takes 9 ms. The module carries the digest of the schemas
+// it was compiled from: plugins/foundation/config/validate.ts compiles them itself when the files
+// differ (a schema edited after the build) or when there is no such module (running the sources
+// under tsx).
 // Plain JavaScript, so it runs before anything is compiled.
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
