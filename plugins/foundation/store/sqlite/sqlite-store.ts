@@ -16,6 +16,7 @@ import type { AccountStore, KeyStore, StoreBackend } from '../types.js'
 import { createSqliteAccountStore } from './sqlite-accounts.js'
 import { createSqliteKeyStore } from './sqlite-keys.js'
 import { runSqliteMigrations } from './sqlite-migrate.js'
+import { checkpointInBackground } from './checkpointer.js'
 
 export const SQLITE_FILE_NAME = 'gateway.db'
 const BUSY_TIMEOUT_MS = 5000
@@ -42,12 +43,14 @@ export function connectSqlite (file: string): Database.Database {
     // power loss may drop the last commits but never corrupts the file.
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
-    // A checkpoint (the WAL's pages copied into the database file, and two fsyncs) runs inside
-    // the commit that takes the WAL past this many pages. SQLite's default, 1,000 pages, is
-    // about 120 billed requests at one connection and 500 at 50 (8.2 and 1.9 WAL pages a
-    // request, measured): many checkpoints a second, each syncing again the pages the last one
-    // synced (a wallet, the last leaf of each index). At 10,000 a hot page is copied ten times
-    // less often, and the WAL file grows to about 40 MB before it is reused.
+    // The backstop: a checkpoint (the WAL's pages copied into the database file, and two
+    // fsyncs) runs inside the commit that takes the WAL past this many pages, on the event loop.
+    // A store's WAL is checkpointed long before, by the worker of checkpointer.ts (at 1,000
+    // frames, off the event loop); this bound holds when that worker is gone or behind, and for
+    // the CLI's connections, which have none. SQLite's default, 1,000 pages, is about 120 billed
+    // requests at one connection and 500 at 50 (8.2 and 1.9 WAL pages a request, measured):
+    // many stalls a second on a connection that checkpoints itself. At 10,000 the WAL file
+    // grows to about 40 MB before it is reused.
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`)
     db.pragma('foreign_keys = ON')
     // Money columns exceed 2^53; read every INTEGER as bigint and convert the rest.
@@ -74,6 +77,7 @@ export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
     throw err
   }
   const ledger = createSqliteLedgerStore(db, ctx)
+  const checkpoints = checkpointInBackground(file)
   return {
     backend: { kind: 'sqlite', db },
     accounts: createSqliteAccountStore(db, ctx),
@@ -85,6 +89,7 @@ export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
     // Queued holds and settles are answered before the database goes.
     close: async () => {
       await ledger.close()
+      await checkpoints.close()
       db.close()
     },
   }

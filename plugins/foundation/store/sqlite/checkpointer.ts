@@ -1,0 +1,143 @@
+// WAL checkpoints off the event loop. A checkpoint copies the WAL's pages into the database file
+// and syncs both files; run by the connection that commits (SQLite's autocheckpoint), it blocks
+// the event loop for the whole of it: with the WAL 10,000 pages long, 100–130 ms on the 2-core
+// machine (almost all of it the sync of the WAL), every 1–3 s under load — every request in
+// flight waits, and at one connection the 99th percentile was that wait (BENCHMARKS.md).
+//
+// One worker thread per process checkpoints every store's database, on a connection of its own,
+// once the WAL holds CHECKPOINT_FRAMES frames: the sync waits in the worker, and the event loop
+// goes on committing (a PASSIVE checkpoint takes no lock a writer needs, and never waits for
+// one: it skips the frames a reader still needs, for the next poll). The store's connection keeps its autocheckpoint as the backstop: if the worker is gone
+// or behind, the WAL still never grows past WAL_AUTOCHECKPOINT_PAGES.
+import { createRequire } from 'node:module'
+import { Worker } from 'node:worker_threads'
+
+/** WAL frames (pages) that make the worker checkpoint: 4 MB of 4 KiB pages. */
+export const CHECKPOINT_FRAMES = 1_000
+/** How often the worker reads each WAL's length (a read of the -shm file's first 104 bytes). */
+export const CHECKPOINT_POLL_MS = 50
+
+// The worker, as CommonJS source (no file of its own, so it runs alike from dist/ and under
+// tsx). It learns the WAL's length from the wal-index header at the start of the -shm file
+// (https://www.sqlite.org/walformat.html: iVersion 3007000 at 0, mxFrame at 16, in the host's
+// byte order), frames written since the WAL last restarted, and checkpoints when enough of them
+// are not yet in the database file (nBackfill, at 96 + 0). A header it cannot read makes it
+// checkpoint at every poll instead (a PASSIVE checkpoint of a copied WAL costs a read of the
+// wal-index and nothing else).
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const fs = require('node:fs')
+const Database = require(workerData.driver)
+const { frames, pollMs } = workerData
+const open = new Map()
+const header = Buffer.alloc(104)
+function pending (entry) {
+  try {
+    if (entry.shm === undefined) entry.shm = fs.openSync(entry.file + '-shm', 'r')
+    if (fs.readSync(entry.shm, header, 0, 104, 0) < 104) return Infinity
+    const le = header.readUInt32LE(0) === 3007000
+    if (!le && header.readUInt32BE(0) !== 3007000) return Infinity
+    const mxFrame = le ? header.readUInt32LE(16) : header.readUInt32BE(16)
+    const backfilled = le ? header.readUInt32LE(96) : header.readUInt32BE(96)
+    return mxFrame - backfilled
+  } catch {
+    return Infinity
+  }
+}
+function poll () {
+  for (const entry of open.values()) {
+    if (pending(entry) < frames) continue
+    try {
+      entry.db.pragma('wal_checkpoint(PASSIVE)')
+      entry.checkpoints++
+    } catch {}
+  }
+}
+const timer = setInterval(poll, pollMs)
+parentPort.on('message', (m) => {
+  if (m.kind === 'open') {
+    let entry = open.get(m.file)
+    if (entry === undefined) {
+      try {
+        const db = new Database(m.file, { fileMustExist: true, timeout: 0 })
+        db.pragma('synchronous = NORMAL')
+        entry = { file: m.file, db, shm: undefined, users: 0, checkpoints: 0 }
+        open.set(m.file, entry)
+      } catch (err) {
+        parentPort.postMessage({ kind: 'failed', file: m.file, message: String(err && err.message) })
+        return
+      }
+    }
+    entry.users++
+  } else if (m.kind === 'close') {
+    const entry = open.get(m.file)
+    if (entry !== undefined && --entry.users === 0) {
+      open.delete(m.file)
+      try { entry.db.close() } catch {}
+      if (entry.shm !== undefined) try { fs.closeSync(entry.shm) } catch {}
+    }
+    parentPort.postMessage({ kind: 'closed', id: m.id, checkpoints: entry === undefined ? 0 : entry.checkpoints })
+  }
+})
+`
+
+let worker: Worker | null = null
+let nextId = 0
+const waiting = new Map<number, (checkpoints: number) => void>()
+
+function start (): Worker {
+  const driver = createRequire(import.meta.url).resolve('better-sqlite3')
+  const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, frames: CHECKPOINT_FRAMES, pollMs: CHECKPOINT_POLL_MS } })
+  w.on('message', (m: { kind: string, id?: number, checkpoints?: number }) => {
+    if (m.kind === 'closed' && m.id !== undefined) {
+      waiting.get(m.id)?.(m.checkpoints ?? 0)
+      waiting.delete(m.id)
+      if (waiting.size === 0) w.unref()
+    }
+  })
+  // A worker that failed leaves the checkpoints to the connections' autocheckpoint; the next
+  // store opened starts another.
+  const gone = (): void => {
+    if (worker === w) worker = null
+    for (const done of waiting.values()) done(0)
+    waiting.clear()
+  }
+  w.on('error', gone)
+  w.on('exit', gone)
+  // It never keeps the process alive (an exit leaves the rest of the WAL to the next opener),
+  // and it stays for the process's next store: a thread is not started per store. After the
+  // listeners: adding a 'message' listener refs the worker again.
+  w.unref()
+  return w
+}
+
+/** A database's place in the checkpointer: `close` before the store's own connection closes. */
+export interface CheckpointLease {
+  /** Resolves with the checkpoints the worker ran for this file, once its connection closed. */
+  close (): Promise<number>
+}
+
+/** Has the worker checkpoint `file` (a database in WAL mode) until the lease is closed. */
+export function checkpointInBackground (file: string): CheckpointLease {
+  worker ??= start()
+  const w = worker
+  w.postMessage({ kind: 'open', file })
+  let closed: Promise<number> | null = null
+  return {
+    close () {
+      closed ??= new Promise<number>((resolve) => {
+        // A worker that is gone closed its connections with it.
+        if (worker !== w) {
+          resolve(0)
+          return
+        }
+        const id = nextId++
+        waiting.set(id, resolve)
+        // Held while its answer is awaited: nothing else may be keeping the process alive.
+        w.ref()
+        w.postMessage({ kind: 'close', file, id })
+      })
+      return closed
+    },
+  }
+}

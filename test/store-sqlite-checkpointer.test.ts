@@ -1,0 +1,123 @@
+// The WAL is checkpointed by the worker thread of checkpointer.ts, not by the connection that
+// commits: the checkpoint's syncs wait there, not on the event loop. What the worker did is read
+// where SQLite keeps it, the wal-index header at the start of the -shm file (mxFrame: frames in
+// the WAL; nBackfill: those copied into the database file, https://www.sqlite.org/walformat.html).
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t, { type Test } from 'tap'
+import type { Database as SqliteConnection } from 'better-sqlite3'
+import { CHECKPOINT_FRAMES, CHECKPOINT_POLL_MS, checkpointInBackground } from '../plugins/foundation/store/sqlite/checkpointer.js'
+import { connectSqlite } from '../plugins/foundation/store/sqlite/sqlite-store.js'
+import { sqliteTestBackend } from './helpers/store.js'
+
+interface WalState { mxFrame: number, nBackfill: number }
+
+function walState (file: string): WalState {
+  const shm = readFileSync(`${file}-shm`)
+  if (shm.readUInt32LE(0) !== 3007000) throw new Error('unexpected wal-index header (not 3007000, little-endian)')
+  return { mxFrame: shm.readUInt32LE(16), nBackfill: shm.readUInt32LE(96) }
+}
+
+/** Polls until every frame of the WAL is in the database file, or `ms` passed. */
+async function backfilled (file: string, ms: number): Promise<WalState> {
+  const until = Date.now() + ms
+  let state = walState(file)
+  while ((state.mxFrame === 0 || state.nBackfill < state.mxFrame) && Date.now() < until) {
+    await sleep(10)
+    state = walState(file)
+  }
+  return state
+}
+
+/** A database file with a scratch table, its connection never checkpointing by itself. */
+function scratch (t: Test): { file: string, db: SqliteConnection } {
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-checkpoint-'))
+  const file = join(dir, 'scratch.db')
+  const db = connectSqlite(file)
+  db.pragma('wal_autocheckpoint = 0')
+  db.exec('CREATE TABLE pages (id INTEGER PRIMARY KEY, body BLOB NOT NULL)')
+  t.teardown(() => {
+    db.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  return { file, db }
+}
+
+/** Writes `n` rows of one page each, in one transaction: about `n` WAL frames. */
+function writePages (db: SqliteConnection, n: number): void {
+  const insert = db.prepare('INSERT INTO pages (body) VALUES (?)')
+  db.transaction(() => { for (let i = 0; i < n; i++) insert.run(Buffer.alloc(3900, i % 251)) })()
+}
+
+t.test('the worker checkpoints a WAL past CHECKPOINT_FRAMES; below it the WAL is left alone', async (t) => {
+  const { file, db } = scratch(t)
+  const lease = checkpointInBackground(file)
+  writePages(db, Math.ceil(CHECKPOINT_FRAMES * 1.5))
+  const after = await backfilled(file, 5_000)
+  t.ok(after.mxFrame >= CHECKPOINT_FRAMES, `the WAL held ${after.mxFrame} frames`)
+  t.equal(after.nBackfill, after.mxFrame, 'every frame was copied into the database file, by the worker (this connection never checkpoints)')
+  t.equal((db.prepare('SELECT count(*) AS n FROM pages').get() as { n: bigint }).n, BigInt(Math.ceil(CHECKPOINT_FRAMES * 1.5)), 'and the rows read back')
+
+  // The next commit restarts the WAL from its start; a few frames stay there.
+  writePages(db, 10)
+  await sleep(CHECKPOINT_POLL_MS * 6)
+  const small = walState(file)
+  t.ok(small.mxFrame > 0 && small.mxFrame < CHECKPOINT_FRAMES, `a restarted WAL of ${small.mxFrame} frames`)
+  t.equal(small.nBackfill, 0, 'below the threshold: not checkpointed')
+  t.ok(await lease.close() >= 1, 'the lease reports the checkpoints the worker ran')
+})
+
+t.test('two leases on one file: closing the first leaves the second checkpointing', async (t) => {
+  const { file, db } = scratch(t)
+  const first = checkpointInBackground(file)
+  const second = checkpointInBackground(file)
+  await first.close()
+  writePages(db, CHECKPOINT_FRAMES + 100)
+  const after = await backfilled(file, 5_000)
+  t.equal(after.nBackfill, after.mxFrame, 'still checkpointed after the first lease closed')
+  t.ok(await second.close() >= 1, 'the second lease saw the checkpoint')
+  t.equal(await first.close(), 0, 'closing a lease again answers at once')
+})
+
+t.test('the embedded store: its WAL is checkpointed below its own autocheckpoint', async (t) => {
+  const backend = sqliteTestBackend()
+  t.teardown(() => backend.cleanup())
+  const store = await backend.open()
+  if (store.backend.kind !== 'sqlite') throw new Error('expected the embedded store')
+  const file = join(backend.location, 'gateway.db')
+  const db = store.backend.db
+  t.equal(db.pragma('wal_autocheckpoint', { simple: true }), 10_000n, 'the store\'s connection checkpoints only at 10,000 frames')
+  db.exec('CREATE TABLE scratch_pages (id INTEGER PRIMARY KEY, body BLOB NOT NULL)')
+  const insert = db.prepare('INSERT INTO scratch_pages (body) VALUES (?)')
+  db.transaction(() => { for (let i = 0; i < CHECKPOINT_FRAMES + 200; i++) insert.run(Buffer.alloc(3900, 7)) })()
+  const after = await backfilled(file, 5_000)
+  t.ok(after.mxFrame > CHECKPOINT_FRAMES && after.mxFrame < 10_000, `the WAL held ${after.mxFrame} frames`)
+  t.equal(after.nBackfill, after.mxFrame, 'and the worker copied them all')
+})
+
+t.test('the worker never keeps a process alive', (t) => {
+  const module = join(process.cwd(), '.test-build/plugins/foundation/store/sqlite/checkpointer.js')
+  const sqlite = join(process.cwd(), '.test-build/plugins/foundation/store/sqlite/sqlite-store.js')
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-checkpoint-exit-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  for (const [name, end] of [['a lease never closed', ''], ['a lease closed', 'await lease.close()']] as const) {
+    const source = `
+      import { checkpointInBackground } from ${JSON.stringify(module)}
+      import { connectSqlite } from ${JSON.stringify(sqlite)}
+      const db = connectSqlite(${JSON.stringify(join(dir, `${end === '' ? 'open' : 'closed'}.db`))})
+      db.exec('CREATE TABLE IF NOT EXISTS x (v INTEGER)')
+      const lease = checkpointInBackground(db.name)
+      db.prepare('INSERT INTO x VALUES (1)').run()
+      ${end}
+      console.log('done')`
+    const started = Date.now()
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', source], { encoding: 'utf8', timeout: 20_000 })
+    t.equal(child.status, 0, `${name}: the process exits by itself (${child.stderr.trim().slice(0, 200)})`)
+    t.equal(child.stdout.trim(), 'done', `${name}: after running to its end`)
+    t.ok(Date.now() - started < 10_000, `${name}: in ${Date.now() - started} ms`)
+  }
+  t.end()
+})
