@@ -119,7 +119,12 @@ export interface CheckpointLease {
 
 /** Has the worker checkpoint `file` (a database in WAL mode) until the lease is closed. */
 export function checkpointInBackground (file: string): CheckpointLease {
-  worker ??= start()
+  try {
+    worker ??= start()
+  } catch {
+    // No thread to be had: the connection's autocheckpoint does the work, as before the worker.
+    return { close: async () => 0 }
+  }
   const w = worker
   w.postMessage({ kind: 'open', file })
   let closed: Promise<number> | null = null
