@@ -79,7 +79,7 @@ t.test('two leases on one file: closing the first leaves the second checkpointin
   const after = await backfilled(file, 5_000)
   t.equal(after.nBackfill, after.mxFrame, 'still checkpointed after the first lease closed')
   t.ok(await second.close() >= 1, 'the second lease saw the checkpoint')
-  t.equal(await first.close(), 0, 'closing a lease again answers at once')
+  t.equal(await first.close(), 0, 'closing a lease again answers what its first close did (0: no checkpoint ran before it)')
 })
 
 t.test('the embedded store: its WAL is checkpointed below its own autocheckpoint', async (t) => {

@@ -7,8 +7,9 @@
 // One worker thread per process checkpoints every store's database, on a connection of its own,
 // once the WAL holds CHECKPOINT_FRAMES frames: the sync waits in the worker, and the event loop
 // goes on committing (a PASSIVE checkpoint takes no lock a writer needs, and never waits for
-// one: it skips the frames a reader still needs, for the next poll). The store's connection keeps its autocheckpoint as the backstop: if the worker is gone
-// or behind, the WAL still never grows past WAL_AUTOCHECKPOINT_PAGES.
+// one: it skips the frames a reader still needs, for the next poll). The store's connection
+// keeps its autocheckpoint as the backstop: if the worker is gone or behind, the WAL still never
+// grows past WAL_AUTOCHECKPOINT_PAGES (sqlite-store.ts).
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 
@@ -21,7 +22,7 @@ export const CHECKPOINT_POLL_MS = 50
 // tsx). It learns the WAL's length from the wal-index header at the start of the -shm file
 // (https://www.sqlite.org/walformat.html: iVersion 3007000 at 0, mxFrame at 16, in the host's
 // byte order), frames written since the WAL last restarted, and checkpoints when enough of them
-// are not yet in the database file (nBackfill, at 96 + 0). A header it cannot read makes it
+// are not yet in the database file (nBackfill, at 96). A header it cannot read makes it
 // checkpoint at every poll instead (a PASSIVE checkpoint of a copied WAL costs a read of the
 // wal-index and nothing else).
 const WORKER_SOURCE = `
@@ -53,7 +54,7 @@ function poll () {
     } catch {}
   }
 }
-const timer = setInterval(poll, pollMs)
+setInterval(poll, pollMs)
 parentPort.on('message', (m) => {
   if (m.kind === 'open') {
     let entry = open.get(m.file)
