@@ -98,6 +98,21 @@ t.test('the embedded store: its WAL is checkpointed below its own autocheckpoint
   t.equal(after.nBackfill, after.mxFrame, 'and the worker copied them all')
 })
 
+t.test('a store opened without the worker (the CLI\'s): its connection is left to checkpoint itself', async (t) => {
+  const backend = sqliteTestBackend()
+  t.teardown(() => backend.cleanup())
+  const store = await backend.open({ backgroundCheckpoint: false })
+  if (store.backend.kind !== 'sqlite') throw new Error('expected the embedded store')
+  const db = store.backend.db
+  db.exec('CREATE TABLE scratch_pages (id INTEGER PRIMARY KEY, body BLOB NOT NULL)')
+  const insert = db.prepare('INSERT INTO scratch_pages (body) VALUES (?)')
+  db.transaction(() => { for (let i = 0; i < CHECKPOINT_FRAMES + 200; i++) insert.run(Buffer.alloc(3900, 7)) })()
+  await sleep(CHECKPOINT_POLL_MS * 10)
+  const state = walState(join(backend.location, 'gateway.db'))
+  t.ok(state.mxFrame > CHECKPOINT_FRAMES, `the WAL holds ${state.mxFrame} frames`)
+  t.equal(state.nBackfill, 0, 'and none was checkpointed (below the connection\'s 10,000)')
+})
+
 t.test('the worker never keeps a process alive', (t) => {
   const module = join(process.cwd(), '.test-build/plugins/foundation/store/sqlite/checkpointer.js')
   const sqlite = join(process.cwd(), '.test-build/plugins/foundation/store/sqlite/sqlite-store.js')

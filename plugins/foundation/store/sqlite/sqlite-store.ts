@@ -62,7 +62,7 @@ export function connectSqlite (file: string): Database.Database {
   }
 }
 
-export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
+export function openSqlite (dataDir: string, ctx: StoreContext, opts: { backgroundCheckpoint: boolean } = { backgroundCheckpoint: true }): SqliteParts {
   // Keys (sealed), balances and the request log live here: owner only. SQLite gives the -wal
   // and -shm files the mode of the database file, so creating that one 0600 covers all three.
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE })
@@ -77,7 +77,8 @@ export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
     throw err
   }
   const ledger = createSqliteLedgerStore(db, ctx)
-  const checkpoints = checkpointInBackground(file)
+  // Without the worker, the connection's autocheckpoint (above) does the work.
+  const checkpoints = opts.backgroundCheckpoint ? checkpointInBackground(file) : null
   return {
     backend: { kind: 'sqlite', db },
     accounts: createSqliteAccountStore(db, ctx),
@@ -89,7 +90,7 @@ export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
     // Queued holds and settles are answered before the database goes.
     close: async () => {
       await ledger.close()
-      await checkpoints.close()
+      await checkpoints?.close()
       db.close()
     },
   }
