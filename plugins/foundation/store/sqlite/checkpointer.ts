@@ -64,8 +64,8 @@ parentPort.on('message', (m) => {
         db.pragma('synchronous = NORMAL')
         entry = { file: m.file, db, shm: undefined, users: 0, checkpoints: 0 }
         open.set(m.file, entry)
-      } catch (err) {
-        parentPort.postMessage({ kind: 'failed', file: m.file, message: String(err && err.message) })
+      } catch {
+        // Not checkpointed here: the store's connection does it at its autocheckpoint.
         return
       }
     }

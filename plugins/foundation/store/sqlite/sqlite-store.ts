@@ -62,7 +62,7 @@ export function connectSqlite (file: string): Database.Database {
   }
 }
 
-export function openSqlite (dataDir: string, ctx: StoreContext, opts: { backgroundCheckpoint: boolean } = { backgroundCheckpoint: true }): SqliteParts {
+export function openSqlite (dataDir: string, ctx: StoreContext, opts: { backgroundCheckpoint: boolean }): SqliteParts {
   // Keys (sealed), balances and the request log live here: owner only. SQLite gives the -wal
   // and -shm files the mode of the database file, so creating that one 0600 covers all three.
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE })
