@@ -98,19 +98,44 @@ t.test('the embedded store: its WAL is checkpointed below its own autocheckpoint
   t.equal(after.nBackfill, after.mxFrame, 'and the worker copied them all')
 })
 
-t.test('a store opened without the worker (the CLI\'s): its connection is left to checkpoint itself', async (t) => {
-  const backend = sqliteTestBackend()
-  t.teardown(() => backend.cleanup())
-  const store = await backend.open({ backgroundCheckpoint: false })
-  if (store.backend.kind !== 'sqlite') throw new Error('expected the embedded store')
-  const db = store.backend.db
-  db.exec('CREATE TABLE scratch_pages (id INTEGER PRIMARY KEY, body BLOB NOT NULL)')
-  const insert = db.prepare('INSERT INTO scratch_pages (body) VALUES (?)')
-  db.transaction(() => { for (let i = 0; i < CHECKPOINT_FRAMES + 200; i++) insert.run(Buffer.alloc(3900, 7)) })()
-  await sleep(CHECKPOINT_POLL_MS * 10)
-  const state = walState(join(backend.location, 'gateway.db'))
-  t.ok(state.mxFrame > CHECKPOINT_FRAMES, `the WAL holds ${state.mxFrame} frames`)
-  t.equal(state.nBackfill, 0, 'and none was checkpointed (below the connection\'s 10,000)')
+t.test('the thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a store opens', (t) => {
+  // In a process of its own: this file's other tests have started the thread already.
+  const checkpointer = join(process.cwd(), '.test-build/plugins/foundation/store/sqlite/checkpointer.js')
+  const store = join(process.cwd(), '.test-build/plugins/foundation/store/index.js')
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-checkpoint-lazy-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const source = `
+    import { checkpointerStarted, CHECKPOINT_FRAMES, CHECKPOINT_POLL_MS } from ${JSON.stringify(checkpointer)}
+    import { openStore } from ${JSON.stringify(store)}
+    import { setTimeout as sleep } from 'node:timers/promises'
+    import { readFileSync } from 'node:fs'
+    const store = await openStore({ dataDir: ${JSON.stringify(dir)}, secret: 'x'.repeat(64) })
+    const account = await store.accounts.create({ name: 'short-lived' })
+    await store.ledger.credit({ accountId: account.id, amount: 100n, kind: 'topup', postingId: 'lazy-1' })
+    await sleep(CHECKPOINT_POLL_MS * 6)
+    const short = checkpointerStarted()
+    const db = store.backend.db
+    db.exec('CREATE TABLE scratch_pages (id INTEGER PRIMARY KEY, body BLOB NOT NULL)')
+    const insert = db.prepare('INSERT INTO scratch_pages (body) VALUES (?)')
+    db.transaction(() => { for (let i = 0; i < CHECKPOINT_FRAMES + 200; i++) insert.run(Buffer.alloc(3900, 7)) })()
+    // Until the worker has copied every frame (nBackfill = mxFrame in the wal-index header).
+    const shm = ${JSON.stringify(join(dir, 'gateway.db-shm'))}
+    let copied = false
+    for (let i = 0; i < 100 && !copied; i++) {
+      await sleep(CHECKPOINT_POLL_MS)
+      const h = readFileSync(shm)
+      copied = h.readUInt32LE(16) > CHECKPOINT_FRAMES && h.readUInt32LE(96) === h.readUInt32LE(16)
+    }
+    const long = checkpointerStarted()
+    await store.close()
+    console.log(JSON.stringify({ short, long, copied }))`
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', source], { encoding: 'utf8', timeout: 20_000 })
+  t.equal(child.status, 0, `the child ran (${child.stderr.trim().slice(0, 300)})`)
+  const seen = JSON.parse(child.stdout.trim() || '{}') as { short?: boolean, long?: boolean, copied?: boolean }
+  t.equal(seen.short, false, 'a store with a few commits: no thread')
+  t.equal(seen.copied, true, 'its WAL past the threshold: every frame copied into the database file')
+  t.equal(seen.long, true, 'by the thread, started then, and still running')
+  t.end()
 })
 
 t.test('the worker never keeps a process alive', (t) => {
@@ -119,19 +144,24 @@ t.test('the worker never keeps a process alive', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-checkpoint-exit-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   for (const [name, end] of [['a lease never closed', ''], ['a lease closed', 'await lease.close()']] as const) {
+    // The WAL taken past the threshold, so that the thread is running when the script ends.
     const source = `
-      import { checkpointInBackground } from ${JSON.stringify(module)}
+      import { checkpointInBackground, checkpointerStarted, CHECKPOINT_FRAMES } from ${JSON.stringify(module)}
       import { connectSqlite } from ${JSON.stringify(sqlite)}
+      import { setTimeout as sleep } from 'node:timers/promises'
       const db = connectSqlite(${JSON.stringify(join(dir, `${end === '' ? 'open' : 'closed'}.db`))})
-      db.exec('CREATE TABLE IF NOT EXISTS x (v INTEGER)')
+      db.exec('CREATE TABLE IF NOT EXISTS x (v BLOB)')
       const lease = checkpointInBackground(db.name)
-      db.prepare('INSERT INTO x VALUES (1)').run()
+      const insert = db.prepare('INSERT INTO x VALUES (?)')
+      db.transaction(() => { for (let i = 0; i < CHECKPOINT_FRAMES + 50; i++) insert.run(Buffer.alloc(3900)) })()
+      for (let i = 0; i < 200 && !checkpointerStarted(); i++) await sleep(10)
+      const started = checkpointerStarted()
       ${end}
-      console.log('done')`
+      console.log(started ? 'done' : 'no thread')`
     const started = Date.now()
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', source], { encoding: 'utf8', timeout: 20_000 })
     t.equal(child.status, 0, `${name}: the process exits by itself (${child.stderr.trim().slice(0, 200)})`)
-    t.equal(child.stdout.trim(), 'done', `${name}: after running to its end`)
+    t.equal(child.stdout.trim(), 'done', `${name}: after running to its end, the thread started`)
     t.ok(Date.now() - started < 10_000, `${name}: in ${Date.now() - started} ms`)
   }
   t.end()

@@ -93,8 +93,6 @@ export async function runOperation (io: CommandIo, op: (ctx: AdminContext) => Pr
         defaultTier: config.limits.default_tier,
         onInvalidationError: warn(io, 'KEY_INVALIDATION_FAILED'),
         poolMax: 2,
-        // A command is over in moments: its few commits need no checkpointing thread.
-        backgroundCheckpoint: false,
         ...(bus ? { bus } : {}),
       })
     } catch (err) {

@@ -34,12 +34,6 @@ export interface OpenStoreOptions {
   onInvalidationError?: (err: Error) => void
   /** PostgreSQL pool size; default 10. */
   poolMax?: number
-  /**
-   * Embedded only: checkpoint the WAL in a worker thread (sqlite/checkpointer.ts), off the event
-   * loop; default true. False for a short-lived process (the CLI): its connection checkpoints
-   * itself, and no thread is started (about 60 ms of CPU).
-   */
-  backgroundCheckpoint?: boolean
 }
 
 export const DEFAULT_DATA_DIR = './data'
@@ -70,7 +64,7 @@ export async function openStore (opts: OpenStoreOptions = {}): Promise<Store> {
   const parts =
     usePg && opts.databaseUrl !== undefined
       ? await openPg({ databaseUrl: opts.databaseUrl, schema: opts.schema, poolMax: opts.poolMax }, ctx)
-      : openSqlite(dataDir, ctx, { backgroundCheckpoint: opts.backgroundCheckpoint ?? true })
+      : openSqlite(dataDir, ctx)
   let closed = false
   return {
     kind: parts.backend.kind,

@@ -10,6 +10,12 @@
 // one: it skips the frames a reader still needs, for the next poll). The store's connection
 // keeps its autocheckpoint as the backstop: if the worker is gone or behind, the WAL still never
 // grows past WAL_AUTOCHECKPOINT_PAGES (sqlite-store.ts).
+//
+// The thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a store opens: until
+// then the event loop reads the same header on the same poll (a 104-byte read). Starting one
+// costs about 60 ms of CPU, which a short-lived process (a CLI command, most test files) never
+// needs to pay: its WAL stays far below 4 MB.
+import { closeSync, openSync, readSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 
@@ -88,7 +94,10 @@ const waiting = new Map<number, (checkpoints: number) => void>()
 
 function start (): Worker {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
-  const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, frames: CHECKPOINT_FRAMES, pollMs: CHECKPOINT_POLL_MS } })
+  // No execArgv of the process's own: its `--input-type=module` would run this CommonJS source
+  // as a module (where `require` is not defined, and the thread died at once), and its preloads
+  // (`--import`, `--require`) have nothing to do here.
+  const w = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { driver, frames: CHECKPOINT_FRAMES, pollMs: CHECKPOINT_POLL_MS } })
   w.on('message', (m: { kind: string, id?: number, checkpoints?: number }) => {
     if (m.kind === 'closed' && m.id !== undefined) {
       waiting.get(m.id)?.(m.checkpoints ?? 0)
@@ -112,6 +121,66 @@ function start (): Worker {
   return w
 }
 
+/** Whether this process has started the checkpointing thread (it starts at the first WAL past CHECKPOINT_FRAMES). */
+export function checkpointerStarted (): boolean {
+  return worker !== null
+}
+
+/** WAL frames not yet in the database file, from the wal-index header (0 when it cannot be read yet). */
+function pendingFrames (shm: number, header: Buffer): number {
+  if (readSync(shm, header, 0, 104, 0) < 104) return 0
+  const le = header.readUInt32LE(0) === 3007000
+  if (!le && header.readUInt32BE(0) !== 3007000) return 0
+  return le ? header.readUInt32LE(16) - header.readUInt32LE(96) : header.readUInt32BE(16) - header.readUInt32BE(96)
+}
+
+/** A lease whose file the worker has not been asked to checkpoint yet (its WAL stayed short). */
+interface Watched { file: string, shm: number | undefined, handOver (w: Worker): void }
+
+/** The files watched on the event loop until the first of them reaches CHECKPOINT_FRAMES. */
+const watched = new Set<Watched>()
+let watch: ReturnType<typeof setInterval> | null = null
+const header = Buffer.alloc(104)
+
+function stopWatching (): void {
+  if (watch !== null) clearInterval(watch)
+  watch = null
+}
+
+/** One poll of the watched WALs: the first one past the threshold starts the worker, which takes them all. */
+function pollWatched (): void {
+  let due = false
+  for (const entry of watched) {
+    try {
+      entry.shm ??= openSync(`${entry.file}-shm`, 'r')
+      if (pendingFrames(entry.shm, header) >= CHECKPOINT_FRAMES) due = true
+    } catch {
+      // No -shm yet (nothing committed), or unreadable: the next poll tries again.
+    }
+  }
+  if (!due) return
+  stopWatching()
+  let w: Worker
+  try {
+    w = worker ??= start()
+  } catch {
+    // No thread to be had: the connections' autocheckpoint does the work, as before the worker.
+    for (const entry of watched) forget(entry)
+    watched.clear()
+    return
+  }
+  for (const entry of watched) {
+    forget(entry)
+    entry.handOver(w)
+  }
+  watched.clear()
+}
+
+function forget (entry: Watched): void {
+  if (entry.shm !== undefined) try { closeSync(entry.shm) } catch {}
+  entry.shm = undefined
+}
+
 /** A database's place in the checkpointer: `close` before the store's own connection closes. */
 export interface CheckpointLease {
   /** Resolves with the checkpoints the worker ran for this file, once its connection closed. */
@@ -120,28 +189,44 @@ export interface CheckpointLease {
 
 /** Has the worker checkpoint `file` (a database in WAL mode) until the lease is closed. */
 export function checkpointInBackground (file: string): CheckpointLease {
-  try {
-    worker ??= start()
-  } catch {
-    // No thread to be had: the connection's autocheckpoint does the work, as before the worker.
-    return { close: async () => 0 }
+  // The worker this lease handed its file to, once it did.
+  let w: Worker | null = null
+  const handOver = (to: Worker): void => {
+    w = to
+    to.postMessage({ kind: 'open', file })
   }
-  const w = worker
-  w.postMessage({ kind: 'open', file })
+  const entry: Watched = { file, shm: undefined, handOver }
+  if (worker !== null) {
+    handOver(worker)
+  } else {
+    watched.add(entry)
+    if (watch === null) {
+      watch = setInterval(pollWatched, CHECKPOINT_POLL_MS)
+      watch.unref()
+    }
+  }
   let closed: Promise<number> | null = null
   return {
     close () {
       closed ??= new Promise<number>((resolve) => {
+        if (watched.delete(entry)) {
+          // Never handed over: no checkpoint ran for it.
+          forget(entry)
+          if (watched.size === 0) stopWatching()
+          resolve(0)
+          return
+        }
         // A worker that is gone closed its connections with it.
-        if (worker !== w) {
+        const to = w
+        if (to === null || worker !== to) {
           resolve(0)
           return
         }
         const id = nextId++
         waiting.set(id, resolve)
         // Held while its answer is awaited: nothing else may be keeping the process alive.
-        w.ref()
-        w.postMessage({ kind: 'close', file, id })
+        to.ref()
+        to.postMessage({ kind: 'close', file, id })
       })
       return closed
     },

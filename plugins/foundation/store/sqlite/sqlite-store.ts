@@ -46,8 +46,8 @@ export function connectSqlite (file: string): Database.Database {
     // The backstop: a checkpoint (the WAL's pages copied into the database file, and two
     // fsyncs) runs inside the commit that takes the WAL past this many pages, on the event loop.
     // A store's WAL is checkpointed long before, by the worker of checkpointer.ts (at 1,000
-    // frames, off the event loop); this bound holds when that worker is gone or behind, and for
-    // the CLI's connections, which have none. SQLite's default, 1,000 pages, is about 120 billed
+    // frames, off the event loop; a process starts that thread when a WAL first gets there); this
+    // bound holds when that worker is gone or behind. SQLite's default, 1,000 pages, is about 120 billed
     // requests at one connection and 500 at 50 (8.2 and 1.9 WAL pages a request, measured):
     // many stalls a second on a connection that checkpoints itself. At 10,000 the WAL file
     // grows to about 40 MB before it is reused.
@@ -62,7 +62,7 @@ export function connectSqlite (file: string): Database.Database {
   }
 }
 
-export function openSqlite (dataDir: string, ctx: StoreContext, opts: { backgroundCheckpoint: boolean }): SqliteParts {
+export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
   // Keys (sealed), balances and the request log live here: owner only. SQLite gives the -wal
   // and -shm files the mode of the database file, so creating that one 0600 covers all three.
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE })
@@ -77,8 +77,9 @@ export function openSqlite (dataDir: string, ctx: StoreContext, opts: { backgrou
     throw err
   }
   const ledger = createSqliteLedgerStore(db, ctx)
-  // Without the worker, the connection's autocheckpoint (above) does the work.
-  const checkpoints = opts.backgroundCheckpoint ? checkpointInBackground(file) : null
+  // The worker takes over once the WAL is long enough to need it (checkpointer.ts); until then,
+  // or without it, the connection's autocheckpoint (above) is all there is.
+  const checkpoints = checkpointInBackground(file)
   return {
     backend: { kind: 'sqlite', db },
     accounts: createSqliteAccountStore(db, ctx),
@@ -90,7 +91,7 @@ export function openSqlite (dataDir: string, ctx: StoreContext, opts: { backgrou
     // Queued holds and settles are answered before the database goes.
     close: async () => {
       await ledger.close()
-      await checkpoints?.close()
+      await checkpoints.close()
       db.close()
     },
   }
