@@ -45,8 +45,8 @@ const COLUMNS = [
 /**
  * One row per statement run. A multi-row `VALUES (…), (…)` statement changes many pages in one
  * statement, so SQLite keeps a statement journal of their old content (to undo that statement
- * alone) and spills it to a temporary file past 64 KiB: at 50 connections, about 0.45 extra
- * `pwrite`s per request. A single-row insert's journal stays in memory.
+ * alone) and spills it to a temporary file past 64 KiB: at 50 connections, about half a
+ * `pwrite` per request more. A single-row insert's journal stays in memory.
  */
 const INSERT_ROW = `INSERT INTO request_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})
   ON CONFLICT (request_id) DO NOTHING`

@@ -13,8 +13,8 @@
 //
 // The thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a store opens: until
 // then the event loop reads the same header on the same poll (a 104-byte read). Starting one
-// costs about 60 ms of CPU, which a short-lived process (a CLI command, most test files) never
-// needs to pay: its WAL stays far below 4 MB.
+// costs 60–130 ms of CPU, which a short-lived process (a CLI command, most test files) need not
+// pay: its WAL stays far below 4 MB.
 import { closeSync, openSync, readSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
@@ -126,11 +126,15 @@ export function checkpointerStarted (): boolean {
   return worker !== null
 }
 
-/** WAL frames not yet in the database file, from the wal-index header (0 when it cannot be read yet). */
+/**
+ * WAL frames not yet in the database file, from the wal-index header: 0 while it is not all
+ * written yet, Infinity for a header of another version (the worker then checkpoints at every
+ * poll, as it does for one it cannot read).
+ */
 function pendingFrames (shm: number, header: Buffer): number {
   if (readSync(shm, header, 0, 104, 0) < 104) return 0
   const le = header.readUInt32LE(0) === 3007000
-  if (!le && header.readUInt32BE(0) !== 3007000) return 0
+  if (!le && header.readUInt32BE(0) !== 3007000) return Infinity
   return le ? header.readUInt32LE(16) - header.readUInt32LE(96) : header.readUInt32BE(16) - header.readUInt32BE(96)
 }
 
