@@ -117,7 +117,9 @@ t.test('a bad config: the check report, then one summary line', async (t) => {
 t.test('a good start says what is off, one line each', async (t) => {
   // Started, then stopped by SIGTERM once it is ready: the control case of the ones above.
   const child = spawn(process.execPath, [CLI, 'serve', CONFIG], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', GATEWAY_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-test-not-empty' },
+    // Port 0 for both listeners (the admin one serves the metrics even with the API off): the
+    // README's test, which may run beside this one, starts a gateway on the default 8081.
+    env: { PATH: process.env.PATH ?? '', PORT: '0', GATEWAY_ADMIN_PORT: '0', HOST: '127.0.0.1', GATEWAY_DATA_DIR: dataDir, OPENAI_API_KEY: 'sk-test-not-empty' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
