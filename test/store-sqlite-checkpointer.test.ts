@@ -108,7 +108,8 @@ t.test('the thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a
     import { checkpointerStarted, CHECKPOINT_FRAMES, CHECKPOINT_POLL_MS } from ${JSON.stringify(checkpointer)}
     import { openStore } from ${JSON.stringify(store)}
     import { setTimeout as sleep } from 'node:timers/promises'
-    import { readFileSync } from 'node:fs'
+    import { openSync, readSync } from 'node:fs'
+    import { execFileSync } from 'node:child_process'
     const store = await openStore({ dataDir: ${JSON.stringify(dir)}, secret: 'x'.repeat(64) })
     const account = await store.accounts.create({ name: 'short-lived' })
     await store.ledger.credit({ accountId: account.id, amount: 100n, kind: 'topup', postingId: 'lazy-1' })
@@ -120,21 +121,34 @@ t.test('the thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a
     db.transaction(() => { for (let i = 0; i < CHECKPOINT_FRAMES + 200; i++) insert.run(Buffer.alloc(3900, 7)) })()
     // Until the worker has copied every frame (nBackfill = mxFrame in the wal-index header).
     const shm = ${JSON.stringify(join(dir, 'gateway.db-shm'))}
+    // Read through one descriptor, never closed: closing one drops the process's locks on the file.
+    const fd = openSync(shm, 'r')
+    const h = Buffer.alloc(104)
     let copied = false
     for (let i = 0; i < 100 && !copied; i++) {
       await sleep(CHECKPOINT_POLL_MS)
-      const h = readFileSync(shm)
+      readSync(fd, h, 0, 104, 0)
       copied = h.readUInt32LE(16) > CHECKPOINT_FRAMES && h.readUInt32LE(96) === h.readUInt32LE(16)
     }
     const long = checkpointerStarted()
+    // SQLite's shared lock on the -shm file's DMS byte (offset 128 in its unix VFS), which tells a
+    // process opening the database that the wal-index is in use: asked of the kernel (F_GETLK)
+    // from another process. Closing any descriptor of the file in this process would drop it.
+    const dms = execFileSync('python3', ['-c', [
+      'import fcntl, struct, os',
+      'fd = os.open(' + JSON.stringify(shm) + ', os.O_RDWR)',
+      'r = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 128, 1, 0))',
+      't, w, s, l, pid = struct.unpack("hhqqi", r)',
+      'print(pid if t != fcntl.F_UNLCK else 0)'].join('\\n')]).toString().trim()
     await store.close()
-    console.log(JSON.stringify({ short, long, copied }))`
+    console.log(JSON.stringify({ short, long, copied, dmsHeld: dms === String(process.pid) }))`
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', source], { encoding: 'utf8', timeout: 20_000 })
   t.equal(child.status, 0, `the child ran (${child.stderr.trim().slice(0, 300)})`)
-  const seen = JSON.parse(child.stdout.trim() || '{}') as { short?: boolean, long?: boolean, copied?: boolean }
+  const seen = JSON.parse(child.stdout.trim() || '{}') as { short?: boolean, long?: boolean, copied?: boolean, dmsHeld?: boolean }
   t.equal(seen.short, false, 'a store with a few commits: no thread')
   t.equal(seen.copied, true, 'its WAL past the threshold: every frame copied into the database file')
   t.equal(seen.long, true, 'by the thread, started then, and still running')
+  t.equal(seen.dmsHeld, true, 'and SQLite\'s lock on the -shm file is still the process\'s (no descriptor of it was closed)')
   t.end()
 })
 

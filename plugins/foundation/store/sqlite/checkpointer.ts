@@ -15,7 +15,7 @@
 // then the event loop reads the same header on the same poll (a 104-byte read). Starting one
 // costs 60–130 ms of CPU, which a short-lived process (a CLI command, most test files) need not
 // pay: its WAL stays far below 4 MB.
-import { closeSync, openSync, readSync } from 'node:fs'
+import { openSync, readSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 
@@ -38,10 +38,14 @@ const Database = require(workerData.driver)
 const { frames, pollMs } = workerData
 const open = new Map()
 const header = Buffer.alloc(104)
+// Never closed (see SHM_DESCRIPTORS in checkpointer.ts): closing one would drop this process's
+// POSIX locks on the -shm file, SQLite's among them.
+const shms = new Map()
 function pending (entry) {
   try {
-    if (entry.shm === undefined) entry.shm = fs.openSync(entry.file + '-shm', 'r')
-    if (fs.readSync(entry.shm, header, 0, 104, 0) < 104) return Infinity
+    let shm = shms.get(entry.file)
+    if (shm === undefined) shms.set(entry.file, (shm = fs.openSync(entry.file + '-shm', 'r')))
+    if (fs.readSync(shm, header, 0, 104, 0) < 104) return Infinity
     const le = header.readUInt32LE(0) === 3007000
     if (!le && header.readUInt32BE(0) !== 3007000) return Infinity
     const mxFrame = le ? header.readUInt32LE(16) : header.readUInt32BE(16)
@@ -68,7 +72,7 @@ parentPort.on('message', (m) => {
       try {
         const db = new Database(m.file, { fileMustExist: true, timeout: 0 })
         db.pragma('synchronous = NORMAL')
-        entry = { file: m.file, db, shm: undefined, users: 0, checkpoints: 0 }
+        entry = { file: m.file, db, users: 0, checkpoints: 0 }
         open.set(m.file, entry)
       } catch {
         // Not checkpointed here: the store's connection does it at its autocheckpoint.
@@ -81,7 +85,6 @@ parentPort.on('message', (m) => {
     if (entry !== undefined && --entry.users === 0) {
       open.delete(m.file)
       try { entry.db.close() } catch {}
-      if (entry.shm !== undefined) try { fs.closeSync(entry.shm) } catch {}
     }
     parentPort.postMessage({ kind: 'closed', id: m.id, checkpoints: entry === undefined ? 0 : entry.checkpoints })
   }
@@ -138,8 +141,25 @@ function pendingFrames (shm: number, header: Buffer): number {
   return le ? header.readUInt32LE(16) - header.readUInt32LE(96) : header.readUInt32BE(16) - header.readUInt32BE(96)
 }
 
+/**
+ * The descriptors the header is read through, one per file, kept for the life of the process:
+ * POSIX record locks belong to the process, and closing any descriptor of a file drops all of
+ * the process's locks on it (https://www.sqlite.org/howtocorrupt.html, 2.2). SQLite's
+ * connections hold theirs on the -shm file for as long as they are open (the shared lock that
+ * tells a newly opening process the wal-index is in use, and would otherwise let it reset the
+ * file under them), so a descriptor of our own is never closed. One per database file; a file
+ * replaced at the same path keeps the old descriptor, and its WAL is then left to the backstop.
+ */
+const SHM_DESCRIPTORS = new Map<string, number>()
+
+function shmOf (file: string): number {
+  let fd = SHM_DESCRIPTORS.get(file)
+  if (fd === undefined) SHM_DESCRIPTORS.set(file, (fd = openSync(`${file}-shm`, 'r')))
+  return fd
+}
+
 /** A lease whose file the worker has not been asked to checkpoint yet (its WAL stayed short). */
-interface Watched { file: string, shm: number | undefined, handOver (w: Worker): void }
+interface Watched { file: string, handOver (w: Worker): void }
 
 /** The files watched on the event loop until the first of them reaches CHECKPOINT_FRAMES. */
 const watched = new Set<Watched>()
@@ -156,8 +176,7 @@ function pollWatched (): void {
   let due = false
   for (const entry of watched) {
     try {
-      entry.shm ??= openSync(`${entry.file}-shm`, 'r')
-      if (pendingFrames(entry.shm, header) >= CHECKPOINT_FRAMES) due = true
+      if (pendingFrames(shmOf(entry.file), header) >= CHECKPOINT_FRAMES) due = true
     } catch {
       // No -shm yet (nothing committed), or unreadable: the next poll tries again.
     }
@@ -169,20 +188,11 @@ function pollWatched (): void {
     w = worker ??= start()
   } catch {
     // No thread to be had: the connections' autocheckpoint does the work, as before the worker.
-    for (const entry of watched) forget(entry)
     watched.clear()
     return
   }
-  for (const entry of watched) {
-    forget(entry)
-    entry.handOver(w)
-  }
+  for (const entry of watched) entry.handOver(w)
   watched.clear()
-}
-
-function forget (entry: Watched): void {
-  if (entry.shm !== undefined) try { closeSync(entry.shm) } catch {}
-  entry.shm = undefined
 }
 
 /** A database's place in the checkpointer: `close` before the store's own connection closes. */
@@ -199,7 +209,7 @@ export function checkpointInBackground (file: string): CheckpointLease {
     w = to
     to.postMessage({ kind: 'open', file })
   }
-  const entry: Watched = { file, shm: undefined, handOver }
+  const entry: Watched = { file, handOver }
   if (worker !== null) {
     handOver(worker)
   } else {
@@ -215,7 +225,6 @@ export function checkpointInBackground (file: string): CheckpointLease {
       closed ??= new Promise<number>((resolve) => {
         if (watched.delete(entry)) {
           // Never handed over: no checkpoint ran for it.
-          forget(entry)
           if (watched.size === 0) stopWatching()
           resolve(0)
           return
