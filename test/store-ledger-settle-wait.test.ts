@@ -110,15 +110,24 @@ async function holdFor (store: Store, accountId: string, requestId: string): Pro
 t.test('SQLite: a charge and the next request\'s hold share one commit', async (t) => {
   const { backend, store, db } = await embedded(t)
   const accountId = await funded(store)
-  const first = await holdFor(store, accountId, 'req-1')
-
-  db.pragma('wal_checkpoint(TRUNCATE)')
-  const charged = store.ledger.settle({ holdId: first, amount: 400n, requestId: 'req-1', lazy: true })
-  await nextTurn() // the next request arrives a moment later, within the wait
-  const second = holdFor(store, accountId, 'req-2')
-  const [settled, secondId] = await Promise.all([charged, second])
-  t.equal(settled.posted, 400n, 'the charge posted')
-  t.equal(commitsInWal(backend.location), 1, 'charge and hold: one commit')
+  // Sharing is a matter of timing: the hold must come within the charge's 2 ms wait. A machine
+  // busy enough to take this process off its core for longer between the two turns gets two
+  // commits (seen once, in a clean-clone run beside the rest of the suite). So up to three
+  // tries; a wait that no longer shares fails all three.
+  let held = await holdFor(store, accountId, 'req-1')
+  const commits: number[] = []
+  for (let attempt = 1; attempt <= 3 && commits.at(-1) !== 1; attempt++) {
+    db.pragma('wal_checkpoint(TRUNCATE)')
+    const charged = store.ledger.settle({ holdId: held, amount: 400n, requestId: `req-${attempt}`, lazy: true })
+    await nextTurn() // the next request arrives a moment later, within the wait
+    const second = holdFor(store, accountId, `req-${attempt + 1}`)
+    const [settled, next] = await Promise.all([charged, second])
+    t.equal(settled.posted, 400n, 'the charge posted')
+    commits.push(commitsInWal(backend.location))
+    held = next
+  }
+  const secondId = held
+  t.equal(commits.at(-1), 1, `charge and hold: one commit (commits, try by try: ${commits.join(', ')})`)
 
   // Apart (the charge's wait over before the next hold): two commits, as before the wait existed.
   db.pragma('wal_checkpoint(TRUNCATE)')
