@@ -155,4 +155,10 @@ t.test('a good start says what is off, one line each', async (t) => {
   t.ok(messages.some((m) => m.startsWith('GATEWAY_SECRET is not set')), 'the generated secret is said once')
   t.notOk(out.split('\n').some((l) => /has no credential|admin API is off|GATEWAY_SECRET/.test(l)), 'and not repeated as JSON log lines')
   t.notOk((out + err).includes('sk-test-not-empty'), 'the credential is not logged')
+  // The first estimate (a cut stream) must not load a tokenizer on the event loop under traffic.
+  const messagesOut = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string, tokenizers?: string[] })
+  const loaded = messagesOut.findIndex((l) => l.msg === 'tokenizers loaded')
+  const listening = messagesOut.findIndex((l) => l.msg?.startsWith('Server listening') === true)
+  t.same(messagesOut[loaded]?.tokenizers, ['o200k_base'], 'the OpenAI models\' tokenizer is loaded at boot (gateway.yaml: gpt-4o family)')
+  t.ok(loaded !== -1 && listening !== -1 && loaded < listening, `loaded before the listener opens (lines ${loaded}, ${listening})`)
 })

@@ -4,3 +4,4 @@ export { createSseParser, type SseEvent, type SseParser, type SseParserOptions }
 export { injectIncludeUsage, createUsageChunkFilter, createUsageEventFilter, type ChunkFilter } from './include-usage.js'
 export type { Answered, AnswerInput, Translator, TranslatorFor, UpstreamBody, UpstreamTarget } from './translator.js'
 export { passthrough } from './passthrough.js'
+export { preloadTokenizers } from './tokenizers.js'

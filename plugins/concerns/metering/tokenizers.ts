@@ -63,9 +63,12 @@ function encoding (name: Encoding): CountFn {
   return fn
 }
 
-/** Loads the encodings of these models ahead of their first estimate (at boot). */
-export function preloadTokenizers (models: Iterable<string>): void {
-  for (const model of models) for (const e of encodingsFor(model)) encoding(e)
+/** Loads the encodings of these models ahead of their first estimate (at boot); answers their names. */
+export function preloadTokenizers (models: Iterable<string>): string[] {
+  const names = new Set<Encoding>()
+  for (const model of models) for (const e of encodingsFor(model)) names.add(e)
+  for (const e of names) encoding(e)
+  return [...names]
 }
 
 /** Tokens of `text` in pieces of PIECE_CHARS code units (never splitting a surrogate pair). */
