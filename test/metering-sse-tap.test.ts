@@ -98,6 +98,85 @@ for (const [name, dialect, streams] of [['chat', chat, chatStream], ['messages',
   })
 }
 
+// The tap restores the state after an event's envelope (its bytes up to its first text value)
+// when the next event repeats them: streams whose events share envelopes, of any make-up (an
+// escaped key, a usage object, escapes and line ends in values, several data lines), mixed with
+// events of another envelope, must still be read as the exact path reads them.
+const envelopePart = fc.constantFrom(
+  '"id":"chatcmpl-1"', '"n":12', '"x":null', '"usage":{"prompt_tokens":3,"completion_tokens":4}', '"usage":null',
+  '"us\\u0061ge":{"prompt_tokens":5}', '"v":"a\\"b\\\\"', '"arr":[1,{"k":"v"}]', '"k":\n"v"', '"ok":true',
+  // A line that ends inside a string: the event is malformed, its text is not counted.
+  '"s":"a\nb"'
+)
+const envelopeStream = fc.record({
+  envelopes: fc.array(fc.record({
+    parts: fc.array(envelopePart, { maxLength: 4 }),
+    // The envelope ends at the first text value: a fixed refusal before the content, or none.
+    delta: fc.constantFrom('', '"role":"assistant",', '"refusal":"no",', '"tool_calls":null,')
+  }), { minLength: 1, maxLength: 3 }),
+  // A block of events, repeated: an event with no text value has no envelope (the next one's
+  // must not reach into it), and line endings may change from one event to the next.
+  block: fc.array(fc.record({
+    envelope: fc.nat(),
+    hasText: fc.boolean(),
+    tail: fc.constantFrom('', ',"finish_reason":null', ',"usage":{"prompt_tokens":9}', ',"x":"tail"'),
+    eol
+  }), { minLength: 1, maxLength: 4 }),
+  times: fc.integer({ min: 1, max: 3 }),
+  texts: fc.array(text, { minLength: 1, maxLength: 6 }),
+  lead: fc.constantFrom('', ': ping', 'event: delta')
+}).map(({ envelopes, block, times, texts, lead }) => {
+  let body = ''
+  let k = 0
+  for (let r = 0; r < times; r++) {
+    for (const { envelope, hasText, tail, eol } of block) {
+      const { parts, delta } = envelopes[envelope % envelopes.length] as { parts: string[], delta: string }
+      const choices = hasText ? `"choices":[{"index":0,"delta":{${delta}"content":${JSON.stringify(texts[k++ % texts.length])}}}]` : '"choices":[]'
+      const json = `{${[...parts, choices].join(',')}${tail}}`
+      const lines = (lead === '' ? [] : [lead]).concat(json.split('\n').map((l) => `data: ${l}`))
+      body += lines.join(eol) + eol + eol
+    }
+  }
+  return body
+})
+
+t.test('property: events that repeat an envelope are metered as the exact path meters them, any split', async (t) => {
+  fc.assert(fc.property(envelopeStream, fc.array(fc.nat(), { maxLength: 12 }), (stream, points) => {
+    const body = Buffer.from(stream)
+    const want = exact(chat, body)
+    const got = metered(chat, cut(body, points.map((p) => p % (body.length + 1))))
+    const expected = tokenUsage(want.usage, estimateUsage(chat.name, {}, undefined, want.textBytes))
+    if (JSON.stringify(got) !== JSON.stringify(expected)) {
+      throw new Error(`${JSON.stringify(stream)}: ${JSON.stringify(got)} !== ${JSON.stringify(expected)}`)
+    }
+  }), { numRuns: 3000 })
+  t.pass('3000 runs')
+})
+
+t.test('property: envelopes change nothing: fed one byte a chunk (never finding one), the tap reads and passes on the same', async (t) => {
+  const walk = (chunks: readonly Buffer[]): string => {
+    const parsed: string[] = []
+    const tap = createSseTap({
+      textKeys: ['content', 'reasoning_content', 'refusal', 'arguments'],
+      parseKeys: ['usage'],
+      maxEventBytes: 1 << 20,
+      onParse: (raw) => parsed.push(raw.toString('latin1')),
+      drop: (raw) => raw.length % 2 === 0
+    })
+    const out: Buffer[] = []
+    for (const c of chunks) out.push(...tap.push(c))
+    out.push(...tap.end())
+    return JSON.stringify({ parsed, text: tap.textBytes(), out: Buffer.concat(out).toString('latin1') })
+  }
+  fc.assert(fc.property(envelopeStream, fc.array(fc.nat(), { maxLength: 12 }), (stream, points) => {
+    const body = Buffer.from(stream)
+    const want = walk([...body].map((b) => Buffer.from([b])))
+    const got = walk(cut(body, points.map((p) => p % (body.length + 1))))
+    if (got !== want) throw new Error(`${JSON.stringify(stream)}: ${got} !== ${want}`)
+  }), { numRuns: 3000 })
+  t.pass('3000 runs')
+})
+
 t.test('property: metering and filtering in one walk = the meter and the usage filter apart, any split', async (t) => {
   const prefix = fc.constantFrom('', '\n', ' \r\n', '\uFEFF')
   fc.assert(fc.property(chatStream, prefix, fc.array(fc.nat(), { maxLength: 12 }), (stream, lead, points) => {

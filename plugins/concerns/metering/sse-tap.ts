@@ -70,6 +70,50 @@ export interface SseTap {
 
 const NOTHING: Buffer[] = []
 
+/** The longest envelope kept (bytes from an event's start to its first text value's quote). */
+const ENVELOPE_MAX_BYTES = 1024
+
+/**
+ * An event's envelope: its bytes from its first one up to the opening quote of its first text
+ * value, and the walk's state just after them. The events of one stream repeat their envelope
+ * (OpenAI's id, object, created, model, fingerprint, choices and delta before each token;
+ * Anthropic's type, index and delta), and the walk is a function of its state and the bytes it
+ * reads, with no effect inside an event but on that state. So an event that begins where every
+ * event begins after a blank LF line, with the envelope's bytes, leaves the walk in the state
+ * after them: it is restored instead of walking them again (a stream of short events was walked
+ * at about 3.5 ns a byte, two thirds of it in envelopes).
+ */
+interface Envelope {
+  readonly bytes: Buffer
+  readonly line: number
+  readonly fieldLen: number
+  readonly fieldIsData: boolean
+  readonly afterCr: boolean
+  readonly crEndedEvent: boolean
+  readonly inStr: boolean
+  readonly esc: boolean
+  readonly hex: number
+  readonly hexUnit: number
+  readonly kind: number
+  readonly keyOdd: boolean
+  readonly keySpans: boolean
+  readonly jpos: number
+  readonly pendingKey: number
+  readonly valueKey: number
+  readonly touched: boolean
+  readonly mustParse: boolean
+  readonly broken: boolean
+  readonly eventText: number
+}
+
+/** Whether `chunk` holds the envelope's bytes from `at`. */
+function hasEnvelope (env: Envelope, chunk: Buffer, at: number): boolean {
+  const bytes = env.bytes
+  const len = bytes.length
+  // Compared natively: a loop over its bytes in JavaScript cost about as much as walking them.
+  return chunk.length - at >= len && bytes.compare(chunk, at, at + len) === 0
+}
+
 /** Known keys and options, shared by the walk of every chunk. */
 interface TapSetup {
   keys: Buffer[]
@@ -131,6 +175,9 @@ class Tap implements SseTap {
   private passing = false
   private lastDropped = false
   private textTotal = 0
+  /** The last envelope recorded, and whether the last chunk ended with a blank LF line. */
+  private envelope: Envelope | null = null
+  private cleanEnd = false
 
   constructor (setup: TapSetup) {
     this.setup = setup
@@ -209,7 +256,38 @@ class Tap implements SseTap {
     let mustParse = this.mustParse
     let broken = this.broken
     let eventText = this.eventText
+    // Where an event begins in the state every event begins in after a blank LF line, and the
+    // start of the event in progress when it began so (else -1): its envelope may be recorded.
+    let cleanAt = this.cleanEnd ? 0 : -1
+    let envelopeFrom = cleanAt
     for (let i = 0; i < n; i++) {
+      if (i === cleanAt) {
+        const env = this.envelope
+        if (env !== null && hasEnvelope(env, chunk, i)) {
+          line = env.line
+          fieldLen = env.fieldLen
+          fieldIsData = env.fieldIsData
+          afterCr = env.afterCr
+          crEndedEvent = env.crEndedEvent
+          inStr = env.inStr
+          esc = env.esc
+          hex = env.hex
+          hexUnit = env.hexUnit
+          kind = env.kind
+          keyOdd = env.keyOdd
+          keySpans = env.keySpans
+          jpos = env.jpos
+          pendingKey = env.pendingKey
+          valueKey = env.valueKey
+          touched = env.touched
+          mustParse = env.mustParse
+          broken = env.broken
+          eventText = env.eventText
+          envelopeFrom = -1
+          i += env.bytes.length - 1
+          continue
+        }
+      }
       let c = chunk[i] as number
       if (afterCr) {
         afterCr = false
@@ -234,6 +312,8 @@ class Tap implements SseTap {
           eventText = 0
           jpos = J_NONE
           eventStart = i + 1
+          // After a CR the walk is not in that state: the next LF may belong to this event.
+          cleanAt = envelopeFrom = c === LF ? i + 1 : -1
         } else {
           if (inStr) broken = true // a line cannot end inside a JSON string
           line = LINE_START
@@ -323,6 +403,34 @@ class Tap implements SseTap {
             if (c === QUOTE) {
               inStr = true
               kind = valueKey >= 0 && valueKey < textKeyCount ? S_TEXT : S_OTHER
+              if (kind === S_TEXT && envelopeFrom !== -1) {
+                // The event's first text value: its envelope is recorded (once an event).
+                if (i + 1 - envelopeFrom <= ENVELOPE_MAX_BYTES) {
+                  this.envelope = {
+                    bytes: Buffer.from(chunk.subarray(envelopeFrom, i + 1)),
+                    line,
+                    fieldLen,
+                    fieldIsData,
+                    afterCr,
+                    crEndedEvent,
+                    inStr,
+                    esc,
+                    hex,
+                    hexUnit,
+                    kind,
+                    keyOdd,
+                    keySpans,
+                    jpos,
+                    pendingKey,
+                    valueKey,
+                    touched,
+                    mustParse,
+                    broken,
+                    eventText
+                  }
+                }
+                envelopeFrom = -1
+              }
               continue
             }
             if (c === OPEN_BRACE && valueKey >= textKeyCount) mustParse = true
@@ -360,6 +468,7 @@ class Tap implements SseTap {
       // SKIP: the rest of the line does not matter.
     }
 
+    this.cleanEnd = cleanAt === n
     if (inStr && kind === S_KEY) {
       // A key cut by the chunk's end: keep its bytes so far while it may still be a known one.
       const from = keySpans ? 0 : keyStart
