@@ -142,7 +142,8 @@ function matchKey (keys: readonly Buffer[], buf: Buffer, start: number, end: num
  */
 class Tap implements SseTap {
   private readonly setup: TapSetup
-  private readonly scratch: Buffer
+  /** Made for the first key cut by a chunk's end (most streams have none). */
+  private scratch: Buffer | null = null
   // SSE line
   private line = LINE_START
   private fieldLen = 0
@@ -181,7 +182,6 @@ class Tap implements SseTap {
 
   constructor (setup: TapSetup) {
     this.setup = setup
-    this.scratch = Buffer.alloc(setup.maxKeyLen)
   }
 
   textBytes (): number {
@@ -193,8 +193,9 @@ class Tap implements SseTap {
     if (!spans) return matchKey(this.setup.keys, chunk, keyStart, end)
     const len = this.scratchLen + end
     if (len > this.setup.maxKeyLen) return NO_KEY
-    chunk.copy(this.scratch, this.scratchLen, 0, end)
-    return matchKey(this.setup.keys, this.scratch, 0, len)
+    const scratch = this.scratch ??= Buffer.alloc(this.setup.maxKeyLen)
+    chunk.copy(scratch, this.scratchLen, 0, end)
+    return matchKey(this.setup.keys, scratch, 0, len)
   }
 
   /**
@@ -474,7 +475,7 @@ class Tap implements SseTap {
       const from = keySpans ? 0 : keyStart
       const have = keySpans ? this.scratchLen : 0
       const len = have + n - from
-      if (len <= maxKeyLen) chunk.copy(this.scratch, have, from, n)
+      if (len <= maxKeyLen) chunk.copy(this.scratch ??= Buffer.alloc(maxKeyLen), have, from, n)
       this.scratchLen = len
       keySpans = true
     }
@@ -534,12 +535,22 @@ class Tap implements SseTap {
   }
 }
 
+/** The keys as bytes, made once per pair of key lists (a dialect's are constants). */
+const keysOf = new WeakMap<readonly string[], WeakMap<readonly string[], { keys: Buffer[], maxKeyLen: number }>>()
+
 export function createSseTap (o: SseTapOptions): SseTap {
-  const keys = [...o.textKeys, ...o.parseKeys].map((k) => Buffer.from(k, 'utf8'))
+  const byParse = keysOf.get(o.textKeys) ?? new WeakMap()
+  keysOf.set(o.textKeys, byParse)
+  let known = byParse.get(o.parseKeys)
+  if (known === undefined) {
+    const keys = [...o.textKeys, ...o.parseKeys].map((k) => Buffer.from(k, 'utf8'))
+    known = { keys, maxKeyLen: Math.max(0, ...keys.map((k) => k.length)) }
+    byParse.set(o.parseKeys, known)
+  }
   return new Tap({
-    keys,
+    keys: known.keys,
     textKeyCount: o.textKeys.length,
-    maxKeyLen: Math.max(0, ...keys.map((k) => k.length)),
+    maxKeyLen: known.maxKeyLen,
     maxEventBytes: o.maxEventBytes,
     onParse: o.onParse,
     drop: o.drop
