@@ -133,7 +133,8 @@ const envelopeStream = fc.record({
       const { parts, delta } = envelopes[envelope % envelopes.length] as { parts: string[], delta: string }
       const choices = hasText ? `"choices":[{"index":0,"delta":{${delta}"content":${JSON.stringify(texts[k++ % texts.length])}}}]` : '"choices":[]'
       const json = `{${[...parts, choices].join(',')}${tail}}`
-      const lines = (lead === '' ? [] : [lead]).concat(json.split('\n').map((l) => `data: ${l}`))
+      const lines: string[] = lead === '' ? [] : [lead]
+      for (const l of json.split('\n')) lines.push(`data: ${l}`)
       body += lines.join(eol) + eol + eol
     }
   }

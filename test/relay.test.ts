@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { relay, type RelayEnd, type RelayFilter } from '../plugins/concerns/upstream/relay.js'
 
 /** Keeps the last byte of what it has seen until the next chunk or the end (as an SSE filter holds an event). */
@@ -162,4 +162,70 @@ t.test('frames in flight at a cancel are metered: what was read from the upstrea
   t.equal(await ended, 'client_disconnected')
   t.equal(meteredAtAbort, pushed, 'every byte read from the upstream reached the meter before the abort')
   t.equal(metered, pushed, 'and nothing after it')
+})
+
+/** The relay over a real server, fed by hand; answers the client's bytes and the relay's res.write calls. */
+async function relayByHand (t: Test, feed: (body: Readable, writes: Array<{ bytes: number, atTurnEnd: boolean }>) => void): Promise<{ text: string, end: RelayEnd, writes: Array<{ bytes: number, atTurnEnd: boolean }> }> {
+  const body = new Readable({ read () {} })
+  const writes: Array<{ bytes: number, atTurnEnd: boolean }> = []
+  let end: RelayEnd | undefined
+  const { url, server } = await serve((res) => {
+    // Each res.write is recorded, with whether a setImmediate queued before it had run yet.
+    let turnEnded = false
+    const write = res.write.bind(res) as (chunk: Buffer) => boolean
+    res.write = ((chunk: Buffer) => {
+      writes.push({ bytes: chunk.length, atTurnEnd: turnEnded })
+      return write(chunk)
+    }) as typeof res.write
+    relay({
+      res,
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      body,
+      sse: true,
+      drainTimeoutMs: 0,
+      writeStallMs: 0,
+      abortUpstream: () => { body.destroy() },
+      errorFrame: () => 'event: error\ndata: {"error":"broken"}\n\n',
+      onEnd: (e) => { end = e }
+    })
+    setImmediate(() => {
+      setImmediate(() => { turnEnded = true })
+      feed(body, writes)
+    })
+  })
+  t.teardown(() => { server.close() })
+  const text = await (await fetch(url)).text()
+  return { text, end: end as RelayEnd, writes }
+}
+
+t.test('the chunks of one turn leave in one write at its end', async (t) => {
+  const events = ['data: {"n":1}\n\n', 'data: {"n":2}\n\n', 'data: {"n":3}\n\n']
+  const got = await relayByHand(t, (body) => {
+    for (const e of events) body.push(Buffer.from(e)) // one turn: three chunks, as undici hands them
+    setTimeout(() => { body.push(Buffer.from('data: [DONE]\n\n')); body.push(null) }, 20)
+  })
+  t.equal(got.text, events.join('') + 'data: [DONE]\n\n', 'the client gets every event, in order')
+  t.same(got.writes.slice(0, 1), [{ bytes: events.join('').length, atTurnEnd: true }], 'the turn\'s three chunks: one write, at the end of the turn')
+  t.equal(got.end, 'completed')
+})
+
+t.test('a turn\'s chunks past the client\'s high-water mark are written at once, not at the turn\'s end', async (t) => {
+  const piece = Buffer.alloc(10 * 1024, 'x') // two of them pass the 16 KiB mark
+  const got = await relayByHand(t, (body) => {
+    for (let i = 0; i < 3; i++) body.push(piece)
+    body.push(null)
+  })
+  t.equal(got.text.length, 3 * piece.length)
+  t.same(got.writes[0], { bytes: 2 * piece.length, atTurnEnd: false }, 'the first two pieces, written as soon as they reached the mark')
+})
+
+t.test('a stream that breaks: the events read in its last turn reach the client before the error frame', async (t) => {
+  const got = await relayByHand(t, (body) => {
+    body.push(Buffer.from('data: {"n":1}\n\n'))
+    body.push(Buffer.from('data: {"n":2}\n\n'))
+    body.destroy(new Error('upstream socket reset')) // in the same turn as the two events
+  })
+  t.equal(got.text, 'data: {"n":1}\n\ndata: {"n":2}\n\nevent: error\ndata: {"error":"broken"}\n\n')
+  t.equal(got.end, 'stream_interrupted')
 })
