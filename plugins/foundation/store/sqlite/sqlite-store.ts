@@ -62,12 +62,26 @@ export function connectSqlite (file: string): Database.Database {
   }
 }
 
+/**
+ * Creates the database file with the owner-only mode when it does not exist yet. One that exists
+ * is not opened: closing any descriptor of a file drops every POSIX lock the process holds on it,
+ * so opening and closing it here would take SQLite's locks from a connection this process
+ * already has to it (https://www.sqlite.org/howtocorrupt.html, 2.2).
+ */
+function createPrivately (file: string): void {
+  try {
+    closeSync(openSync(file, 'wx', PRIVATE_FILE_MODE))
+  } catch (err) {
+    if (!(err instanceof Error && 'code' in err && err.code === 'EEXIST')) throw err
+  }
+}
+
 export function openSqlite (dataDir: string, ctx: StoreContext): SqliteParts {
   // Keys (sealed), balances and the request log live here: owner only. SQLite gives the -wal
   // and -shm files the mode of the database file, so creating that one 0600 covers all three.
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE })
   const file = join(dataDir, SQLITE_FILE_NAME)
-  closeSync(openSync(file, 'a', PRIVATE_FILE_MODE))
+  createPrivately(file)
   for (const name of [file, `${file}-wal`, `${file}-shm`]) restrictFile(name)
   const db = connectSqlite(file)
   try {
