@@ -144,7 +144,8 @@ export function relay (o: RelayOptions): void {
   // chunk of its own (24 to a 20-token answer), and each res.write is four socket writes with
   // the chunked framing and a buffered entry apiece. They leave at the end of the turn, as they
   // did when the socket was corked for it, or as soon as the client's high-water mark's worth
-  // is waiting: back-pressure pauses the upstream no later than it did. Headers leave with
+  // is waiting: a full socket then pauses the upstream, at most one high-water mark's worth
+  // later than a write a chunk did (the queue's, bounded by the mark). Headers leave with
   // the first bytes of the body; an SSE client whose upstream has not sent any yet still gets
   // them at the end of the turn.
   let queued: Buffer[] = []
