@@ -3,10 +3,10 @@
 // by the first from the table as it is now, never from what the first wrote. The store keeps
 // the holds it opened in memory to save a read per settle; these are the cases where that copy
 // is out of date.
-import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { Store } from '../plugins/foundation/store/index.js'
+import { lockHolder } from './helpers/locks.js'
 import { ManualClock, sqliteTestBackend } from './helpers/store.js'
 
 const TTL = 60_000
@@ -71,22 +71,6 @@ t.test('a hold of this process released twice here: the second is a duplicate', 
   t.same(await mine.ledger.wallet(accountId), { accountId, balance: FUNDS, held: 0n, available: FUNDS, unrecoveredAt: null })
 })
 
-/**
- * The pid holding a lock on the database file's shared-lock range (SQLite's unix VFS: 510 bytes
- * from 2^30 + 2) that a write lock would meet, asked of the kernel (F_GETLK) from another process;
- * 0 when none.
- */
-function sharedLockHolder (file: string): number {
-  const script = [
-    'import fcntl, struct, os',
-    `fd = os.open(${JSON.stringify(file)}, os.O_RDWR)`,
-    'r = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0x40000002, 510, 0))',
-    't, w, s, l, pid = struct.unpack("hhqqi", r)',
-    'print(pid if t != fcntl.F_UNLCK else 0)'
-  ].join('\n')
-  return Number(execFileSync('python3', ['-c', script]).toString().trim())
-}
-
 t.test('opening a second store on the file keeps the first one\'s locks on it', async (t) => {
   // Closing any descriptor of a file drops every POSIX lock the process holds on it: a store
   // that opened and closed the existing file to create it would take the first one's.
@@ -95,8 +79,8 @@ t.test('opening a second store on the file keeps the first one\'s locks on it', 
   const first = await backend.open({})
   t.teardown(() => first.close())
   const file = join(backend.location, 'gateway.db')
-  t.equal(sharedLockHolder(file), process.pid, 'the first store\'s connection holds its shared lock on the database file')
+  t.equal(lockHolder(file, 0x40000002, 510), process.pid, 'the first store\'s connection holds its shared lock on the database file')
   const second = await backend.open({})
   t.teardown(() => second.close())
-  t.equal(sharedLockHolder(file), process.pid, 'still held once a second store opened the file')
+  t.equal(lockHolder(file, 0x40000002, 510), process.pid, 'still held once a second store opened the file')
 })

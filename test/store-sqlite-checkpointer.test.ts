@@ -113,6 +113,7 @@ t.test('the thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a
   // In a process of its own: this file's other tests have started the thread already.
   const checkpointer = join(process.cwd(), '.test-build/plugins/foundation/store/sqlite/checkpointer.js')
   const store = join(process.cwd(), '.test-build/plugins/foundation/store/index.js')
+  const locks = join(process.cwd(), '.test-build/test/helpers/locks.js')
   const dir = mkdtempSync(join(tmpdir(), 'gateway-checkpoint-lazy-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const source = `
@@ -120,7 +121,7 @@ t.test('the thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a
     import { openStore } from ${JSON.stringify(store)}
     import { setTimeout as sleep } from 'node:timers/promises'
     import { openSync, readSync } from 'node:fs'
-    import { execFileSync } from 'node:child_process'
+    import { lockHolder } from ${JSON.stringify(locks)}
     const store = await openStore({ dataDir: ${JSON.stringify(dir)}, secret: 'x'.repeat(64) })
     const account = await store.accounts.create({ name: 'short-lived' })
     await store.ledger.credit({ accountId: account.id, amount: 100n, kind: 'topup', postingId: 'lazy-1' })
@@ -143,16 +144,11 @@ t.test('the thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a
     }
     const long = checkpointerStarted()
     // SQLite's shared lock on the -shm file's DMS byte (offset 128 in its unix VFS), which tells a
-    // process opening the database that the wal-index is in use: asked of the kernel (F_GETLK)
-    // from another process. Closing any descriptor of the file in this process would drop it.
-    const dms = execFileSync('python3', ['-c', [
-      'import fcntl, struct, os',
-      'fd = os.open(' + JSON.stringify(shm) + ', os.O_RDWR)',
-      'r = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 128, 1, 0))',
-      't, w, s, l, pid = struct.unpack("hhqqi", r)',
-      'print(pid if t != fcntl.F_UNLCK else 0)'].join('\\n')]).toString().trim()
+    // process opening the database that the wal-index is in use. Closing any descriptor of the
+    // file in this process would drop it.
+    const dms = lockHolder(shm, 128, 1)
     await store.close()
-    console.log(JSON.stringify({ short, long, copied, dmsHeld: dms === String(process.pid) }))`
+    console.log(JSON.stringify({ short, long, copied, dmsHeld: dms === process.pid }))`
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', source], { encoding: 'utf8', timeout: 20_000 })
   t.equal(child.status, 0, `the child ran (${child.stderr.trim().slice(0, 300)})`)
   const seen = JSON.parse(child.stdout.trim() || '{}') as { short?: boolean, long?: boolean, copied?: boolean, dmsHeld?: boolean }
