@@ -1,7 +1,7 @@
 import t from 'tap'
 import { Writable } from 'node:stream'
 import { randomUUID } from 'node:crypto'
-import { request } from 'undici'
+import { Client, request } from 'undici'
 import { ManualClock } from './helpers/store.js'
 import { startTestGateway, type Backend, type TestGateway } from './helpers/gateway.js'
 
@@ -84,6 +84,43 @@ for (const backend of ['sqlite', 'pg'] as Backend[]) {
       const r = await call(gw, { 'x-api-key': k.plaintext })
       t.equal(r.code, 'AUTH_INVALID_API_KEY')
       t.equal(r.status, 401)
+    })
+
+    t.test('one connection: its key hashed once, and every request judged by its own key', async (t) => {
+      // One keep-alive connection, as an SDK's pool or a proxy in front of the gateway uses it.
+      const conn = new Client(gw.url, { pipelining: 1 })
+      t.teardown(() => conn.close())
+      const onConn = async (key: string, client = conn) => {
+        const res = await client.request({ path: CHAT, method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body })
+        await res.body.text()
+        const code = res.headers['x-gateway-error-code']
+        return { status: res.statusCode, code: typeof code === 'string' ? code : null }
+      }
+      const hashKey = store.hashKey
+      let hashed = 0
+      store.hashKey = (plaintext) => { hashed++; return hashKey(plaintext) }
+      t.teardown(() => { store.hashKey = hashKey })
+
+      for (let i = 0; i < 5; i++) t.equal((await onConn(gw.key)).status, 200, `request ${i + 1} on the connection`)
+      t.equal(hashed, 1, 'five requests with one key on one connection: one HMAC')
+      for (let i = 0; i < 3; i++) {
+        const fresh = new Client(gw.url)
+        t.equal((await onConn(gw.key, fresh)).status, 200, `request on new connection ${i + 1}`)
+        await fresh.close()
+      }
+      t.equal(hashed, 4, 'each new connection hashes its key once')
+
+      // Another key on the same connection is its own key: here one allowed no model this route serves.
+      const narrow = (await newKey({ allowedModels: ['anthropic/claude-sonnet-4'] })).plaintext
+      t.same(await onConn(narrow), { status: 403, code: 'MODEL_ACCESS_DENIED' }, 'a second key on the connection is judged by its own record')
+      t.equal((await onConn(gw.key)).status, 200, 'and the first key again by its own')
+      // The same length as the connection's key, one character off: its checksum refuses it.
+      const typo = gw.key.slice(0, -1) + (gw.key.endsWith('A') ? 'B' : 'A')
+      t.same(await onConn(typo), { status: 401, code: 'AUTH_INVALID_API_KEY' }, 'a key one character off the remembered one is refused')
+      const revoked = await newKey()
+      t.equal((await onConn(revoked.plaintext)).status, 200, 'a key before its revocation')
+      await store.keys.revoke(revoked.record.id)
+      t.same(await onConn(revoked.plaintext), { status: 401, code: 'AUTH_INVALID_API_KEY' }, 'the same key on the same connection after its revocation')
     })
 
     t.test('inactive → AUTH_API_KEY_INACTIVE, and active again after an update', async (t) => {

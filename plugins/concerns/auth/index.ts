@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto'
 import { gatewayError } from '../../foundation/errors/index.js'
 import type { RequestContext } from '../../foundation/pipeline/context.js'
 import type { GatewayPlugin } from '../../foundation/pipeline/plugin.js'
@@ -42,6 +43,33 @@ export function keyLoader (store: Pick<Store, 'keys' | 'accounts'>): (hash: stri
   }
 }
 
+/** A key a connection presented, and its lookup hash. */
+interface PresentedKey { plaintext: Buffer, hash: string }
+
+/**
+ * The lookup hash of the key a request presents. A keep-alive connection (an SDK's pool, a load balancer's)
+ * sends the same key on every request: the last one a connection presented and its hash are
+ * kept while the socket lives (a WeakMap: nothing outlives the connection, and no other
+ * connection's requests see it), so the checksum and the HMAC are computed once per connection
+ * and key, not once per request. The key is compared in constant time: behind a proxy that
+ * pools connections, one connection carries several clients' keys. The cache of key records
+ * is still asked on every request, so a revoked key is refused as before.
+ */
+function presentedKeys (hashKey: (plaintext: string) => string): (socket: object | null | undefined, plaintext: string) => string | null {
+  const last = new WeakMap<object, PresentedKey>()
+  return (socket, plaintext) => {
+    const seen = socket == null ? undefined : last.get(socket)
+    const bytes = Buffer.from(plaintext, 'utf8')
+    if (seen !== undefined && seen.plaintext.length === bytes.length && timingSafeEqual(seen.plaintext, bytes)) return seen.hash
+    // A malformed or mistyped key (keyKind checks an `sk-` key's checksum) is refused without
+    // touching the database.
+    if (keyKind(plaintext) === null) return null
+    const hash = hashKey(plaintext)
+    if (socket != null) last.set(socket, { plaintext: bytes, hash })
+    return hash
+  }
+}
+
 /**
  * admit: key headers → key record (cached, no database round trip on the hot path) → key and
  * account state, before the body is read. resolve: the key's allowed models, for the requested
@@ -50,16 +78,15 @@ export function keyLoader (store: Pick<Store, 'keys' | 'accounts'>): (hash: stri
 export function authPlugin (deps: AuthDeps): GatewayPlugin {
   const rules = deps.keyHeaders
   const load = keyLoader(deps.store)
+  const hashOf = presentedKeys((plaintext) => deps.store.hashKey(plaintext))
   const plugin: GatewayPlugin = {
     name: 'auth',
     async admit (ctx, req) {
       const extracted = extractKey(req.raw.rawHeaders, rules)
       if (!extracted.ok) throw gatewayError(extracted.code)
-      const plaintext = extracted.key
-      // A malformed or mistyped key (keyKind checks an `sk-` key's checksum) is refused without
-      // touching the database.
-      if (keyKind(plaintext) === null) throw gatewayError('AUTH_INVALID_API_KEY')
-      const found = await deps.cache.getOrLoad(deps.store.hashKey(plaintext), load)
+      const hash = hashOf(req.raw.socket, extracted.key)
+      if (hash === null) throw gatewayError('AUTH_INVALID_API_KEY')
+      const found = await deps.cache.getOrLoad(hash, load)
       if (!found || found.key.revokedAt !== null) throw gatewayError('AUTH_INVALID_API_KEY')
       if (!found.key.active) throw gatewayError('AUTH_API_KEY_INACTIVE')
       if (found.key.expiresAt !== null && deps.clock.now().getTime() >= found.key.expiresAt.getTime()) throw gatewayError('AUTH_API_KEY_EXPIRED')
