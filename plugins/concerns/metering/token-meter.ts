@@ -147,7 +147,9 @@ export function createTokenMeter (dialect: TokenDialect, input: MeterInput, feat
   const outputJson = (): { usage: RawUsage | undefined, textBytes: () => number } => {
     if (scanner === null) {
       try {
-        const value: unknown = JSON.parse(Buffer.concat(held, heldBytes).toString('utf8'))
+        // An answer in one chunk (most small ones) is read where it is, not copied first.
+        const whole = held.length === 1 ? held[0] as Buffer : Buffer.concat(held, heldBytes)
+        const value: unknown = JSON.parse(whole.toString('utf8'))
         if (features !== null) for (const record of Array.isArray(value) ? value : [value]) features.answer(record)
         return { usage: dialect.json(capturedOf(value, dialect.capture)), textBytes: () => textUnder(value, dialect.textKeys) }
       } catch {
