@@ -47,9 +47,9 @@ export function keyLoader (store: Pick<Store, 'keys' | 'accounts'>): (hash: stri
 interface PresentedKey { plaintext: Buffer, hash: string }
 
 /**
- * The lookup hash of the key a request presents. A keep-alive connection (an SDK's pool, a load balancer's)
- * sends the same key on every request: the last one a connection presented and its hash are
- * kept while the socket lives (a WeakMap: nothing outlives the connection, and no other
+ * The lookup hash of the key a request presents. A keep-alive connection (an SDK's pool, a load
+ * balancer's) sends the same key on every request: the last one a connection presented and its
+ * hash are kept while the socket lives (a WeakMap: nothing outlives the connection, and no other
  * connection's requests see it), so the checksum and the HMAC are computed once per connection
  * and key, not once per request. The key is compared in constant time: behind a proxy that
  * pools connections, one connection carries several clients' keys. The cache of key records
