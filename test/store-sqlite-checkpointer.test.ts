@@ -1,9 +1,8 @@
 // The WAL is checkpointed by the worker thread of checkpointer.ts, not by the connection that
 // commits: the checkpoint's syncs wait there, not on the event loop. What the worker did is read
-// where SQLite keeps it, the wal-index header at the start of the -shm file (mxFrame: frames in
-// the WAL; nBackfill: those copied into the database file, https://www.sqlite.org/walformat.html).
+// where SQLite keeps it, the wal-index header (helpers/wal-index.ts).
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, openSync, readSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -12,25 +11,7 @@ import type { Database as SqliteConnection } from 'better-sqlite3'
 import { CHECKPOINT_FRAMES, CHECKPOINT_POLL_MS, checkpointInBackground } from '../plugins/foundation/store/sqlite/checkpointer.js'
 import { connectSqlite } from '../plugins/foundation/store/sqlite/sqlite-store.js'
 import { sqliteTestBackend } from './helpers/store.js'
-
-interface WalState { mxFrame: number, nBackfill: number }
-
-// One descriptor per -shm file, never closed: closing any descriptor of a file drops every
-// POSIX lock this process holds on it, SQLite's own among them (readFileSync opens and closes).
-const shmFds = new Map<string, number>()
-
-function walState (file: string): WalState {
-  const path = `${file}-shm`
-  let fd = shmFds.get(path)
-  if (fd === undefined) {
-    fd = openSync(path, 'r')
-    shmFds.set(path, fd)
-  }
-  const shm = Buffer.alloc(104)
-  readSync(fd, shm, 0, shm.length, 0)
-  if (shm.readUInt32LE(0) !== 3007000) throw new Error('unexpected wal-index header (not 3007000, little-endian)')
-  return { mxFrame: shm.readUInt32LE(16), nBackfill: shm.readUInt32LE(96) }
-}
+import { walState, type WalState } from './helpers/wal-index.js'
 
 /** Polls until every frame of the WAL is in the database file, or `ms` passed. */
 async function backfilled (file: string, ms: number): Promise<WalState> {
@@ -114,14 +95,15 @@ t.test('the thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a
   const checkpointer = join(process.cwd(), '.test-build/plugins/foundation/store/sqlite/checkpointer.js')
   const store = join(process.cwd(), '.test-build/plugins/foundation/store/index.js')
   const locks = join(process.cwd(), '.test-build/test/helpers/locks.js')
+  const walIndex = join(process.cwd(), '.test-build/test/helpers/wal-index.js')
   const dir = mkdtempSync(join(tmpdir(), 'gateway-checkpoint-lazy-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const source = `
     import { checkpointerStarted, CHECKPOINT_FRAMES, CHECKPOINT_POLL_MS } from ${JSON.stringify(checkpointer)}
     import { openStore } from ${JSON.stringify(store)}
     import { setTimeout as sleep } from 'node:timers/promises'
-    import { openSync, readSync } from 'node:fs'
     import { lockHolder } from ${JSON.stringify(locks)}
+    import { walState } from ${JSON.stringify(walIndex)}
     const store = await openStore({ dataDir: ${JSON.stringify(dir)}, secret: 'x'.repeat(64) })
     const account = await store.accounts.create({ name: 'short-lived' })
     await store.ledger.credit({ accountId: account.id, amount: 100n, kind: 'topup', postingId: 'lazy-1' })
@@ -132,15 +114,13 @@ t.test('the thread starts when a WAL first reaches CHECKPOINT_FRAMES, not when a
     const insert = db.prepare('INSERT INTO scratch_pages (body) VALUES (?)')
     db.transaction(() => { for (let i = 0; i < CHECKPOINT_FRAMES + 200; i++) insert.run(Buffer.alloc(3900, 7)) })()
     // Until the worker has copied every frame (nBackfill = mxFrame in the wal-index header).
-    const shm = ${JSON.stringify(join(dir, 'gateway.db-shm'))}
-    // Read through one descriptor, never closed: closing one drops the process's locks on the file.
-    const fd = openSync(shm, 'r')
-    const h = Buffer.alloc(104)
+    const file = ${JSON.stringify(join(dir, 'gateway.db'))}
+    const shm = file + '-shm'
     let copied = false
     for (let i = 0; i < 100 && !copied; i++) {
       await sleep(CHECKPOINT_POLL_MS)
-      readSync(fd, h, 0, 104, 0)
-      copied = h.readUInt32LE(16) > CHECKPOINT_FRAMES && h.readUInt32LE(96) === h.readUInt32LE(16)
+      const wal = walState(file)
+      copied = wal.mxFrame > CHECKPOINT_FRAMES && wal.nBackfill === wal.mxFrame
     }
     const long = checkpointerStarted()
     // SQLite's shared lock on the -shm file's DMS byte (offset 128 in its unix VFS), which tells a
